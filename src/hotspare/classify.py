@@ -1,0 +1,287 @@
+"""Evidence, exit status and scheduler facts to one verdict (the termination matrix).
+
+The rules, in order (each from the seeds):
+
+1. Hosts outside the allocation are ``foreign``: reported, never blamed.
+2. Root evidence of a node fault (``node_loss``, ``rank_killed``, ``gpu_hw``)
+   that names an allocation host decides the class, and those hosts are
+   blamed. Cascade lines (``rank N died from signal 15``, a survivor's
+   ``CANCELLED ... DUE TO NODE FAILURE``) never blame anyone. OOM evidence
+   explains SIGKILLed ranks (the kernel killed them, not a node fault). When
+   every host of the job reports killed ranks there is no victim to name.
+3. Otherwise the first root evidence decides (``transient_io`` for ENOSPC,
+   ``walltime`` only with walltime evidence, ``user_error`` only before any
+   progress).
+4. Otherwise the scheduler's job state, then the exit status decide.
+5. When no line names a host, nobody is blamed: never guess.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host
+from hotspare.patterns import Role
+from hotspare.scan import Evidence, Progress, ScanResult
+
+# SLURM job states (sacct/scontrol) and what they mean here; unknown states
+# fall through to the exit status.
+_JOB_STATES: Mapping[str, FailureClass] = {
+    "NODE_FAIL": FailureClass.NODE_LOSS,
+    "BOOT_FAIL": FailureClass.NODE_LOSS,
+    "TIMEOUT": FailureClass.WALLTIME,
+    "DEADLINE": FailureClass.WALLTIME,
+    "PREEMPTED": FailureClass.PREEMPTED,
+    "CANCELLED": FailureClass.CANCELLED,
+    "OUT_OF_MEMORY": FailureClass.OOM,
+    "COMPLETED": FailureClass.SUCCESS,
+}
+
+_DOWN_STATES = ("DOWN", "NOT_RESPONDING", "FAIL", "NO_RESPOND")
+
+
+@dataclass(frozen=True, slots=True)
+class ExitStatus:
+    """How the launcher ended: an exit code or a signal (never both)."""
+
+    code: int | None = None
+    signal: int | None = None
+
+    @classmethod
+    def from_rc(cls, rc: int) -> ExitStatus:
+        """Read a return code: negative is Popen's signal, 129..192 the shell's 128+N."""
+        if rc < 0:
+            return cls(signal=-rc)
+        if 128 < rc <= 128 + 64:
+            return cls(signal=rc - 128)
+        return cls(code=rc)
+
+    @property
+    def ok(self) -> bool:
+        """Exit code 0."""
+        return self.code == 0
+
+    def __str__(self) -> str:
+        if self.signal is None:
+            return f"exit {self.code}"
+        try:
+            name = signal.Signals(self.signal).name
+        except ValueError:
+            name = f"signal {self.signal}"
+        return f"{name} (rc {128 + self.signal})"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerFacts:
+    """What the scheduler says about the job and its nodes."""
+
+    job_state: str | None = None
+    #: Node state strings as the scheduler prints them (``DOWN*``, ``IDLE+NOT_RESPONDING``).
+    node_states: Mapping[Host, str] = field(default_factory=dict)
+
+    def unhealthy(self) -> list[Host]:
+        """Nodes the scheduler reports down or not responding."""
+        return sorted(h for h, s in self.node_states.items() if _is_down(s))
+
+
+def _is_down(state: str) -> bool:
+    upper = state.upper()
+    return upper.endswith("*") or any(word in upper for word in _DOWN_STATES)
+
+
+@dataclass(frozen=True, slots=True)
+class Blame:
+    """A host held responsible, with the reason and the lines that name it."""
+
+    host: Host
+    reason: str
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Why an attempt ended and what to do about its hosts."""
+
+    failure_class: FailureClass
+    blamed: tuple[Blame, ...]
+    mentioned_hosts: tuple[Host, ...]
+    foreign_hosts: tuple[Host, ...]
+    retryable: bool
+    exclude_hosts: tuple[Host, ...]
+    reason: str
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def blamed_hosts(self) -> tuple[Host, ...]:
+        """The blamed hosts, canonical, in blame order."""
+        return tuple(b.host for b in self.blamed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    failure_class: FailureClass
+    blamed: tuple[Blame, ...]
+    reason: str
+
+
+def classify(
+    result: ScanResult | Iterable[Evidence],
+    *,
+    rc: int | ExitStatus | None = None,
+    allocation: Collection[Host] | None = None,
+    facts: SchedulerFacts | None = None,
+) -> Verdict:
+    """Decide the failure class and the hosts to blame; see the module docstring."""
+    evidence, progress = _unpack(result)
+    status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
+    members = frozenset(allocation) if allocation is not None else None
+    usable = tuple(e for e in evidence if _usable(e, members))
+    decision = (
+        _node_fault(usable, members, facts)
+        or _first_root(usable, progress)
+        or _from_facts(facts)
+        or _from_status(status, evidence)
+    )
+    return _verdict(_scheduler_blame(decision, facts, members), evidence, members)
+
+
+def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:
+    if isinstance(result, ScanResult):
+        return result.evidence, result.progress
+    return tuple(sorted(result, key=lambda e: e.line)), None
+
+
+def _usable(ev: Evidence, members: frozenset[Host] | None) -> bool:
+    """Evidence whose host (if it names one) may be blamed."""
+    if ev.host_text is None:
+        return True
+    return ev.host is not None and (members is None or ev.host in members)
+
+
+def _node_fault(
+    evidence: tuple[Evidence, ...], members: frozenset[Host] | None, facts: SchedulerFacts | None
+) -> _Decision | None:
+    roots = [
+        e for e in evidence
+        if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
+        and e.failure_class.attributes_node
+    ]
+    if not roots:
+        return None
+    explained = _explained_kills(roots, evidence, members)
+    if explained is not None:
+        return explained
+    first = roots[0]
+    blamed = _blames(roots, "scraped")
+    names = ", ".join(b.host.name for b in blamed)
+    down = {h.name for h in facts.unhealthy()} & {b.host.name for b in blamed} if facts else set()
+    also = f"; scheduler reports {', '.join(sorted(down))} down" if down else ""
+    reason = f"{names} named by {first.pattern} at line {first.line}{also}"
+    return _Decision(first.failure_class or FailureClass.UNKNOWN, blamed, reason)
+
+
+def _explained_kills(
+    roots: list[Evidence], evidence: tuple[Evidence, ...], members: frozenset[Host] | None
+) -> _Decision | None:
+    """SIGKILLed ranks that are not a node fault: the OOM killer, or a job-wide kill."""
+    if any(e.failure_class is not FailureClass.RANK_KILLED for e in roots):
+        return None
+    oom = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM), None)
+    if oom is not None:
+        why = f"out of memory ({oom.pattern} at line {oom.line}); the killed ranks follow from it"
+        return _Decision(FailureClass.OOM, (), why)
+    everyone = _all_hosts_killed(roots, evidence, members)
+    return _Decision(FailureClass.UNKNOWN, (), everyone) if everyone else None
+
+
+def _all_hosts_killed(
+    roots: list[Evidence], evidence: tuple[Evidence, ...], members: frozenset[Host] | None
+) -> str | None:
+    """A job-wide kill (every host's ranks SIGKILLed) names no victim."""
+    killed = {e.host for e in roots}
+    if len(killed) < 2:
+        return None
+    others = {e.host for e in evidence if e.host is not None} - killed
+    if members is not None:
+        others |= members - killed
+    if others:
+        return None
+    return f"ranks were killed on every host ({len(killed)}): a job-wide kill names no failed node"
+
+
+def _blames(roots: list[Evidence], reason: str) -> tuple[Blame, ...]:
+    by_host: dict[Host, list[Evidence]] = {}
+    for ev in roots:
+        if ev.host is not None:
+            by_host.setdefault(ev.host, []).append(ev)
+    return tuple(Blame(h, reason, tuple(evs)) for h, evs in by_host.items())
+
+
+def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
+    for ev in evidence:
+        if ev.role is not Role.ROOT or ev.failure_class is None:
+            continue
+        if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
+            continue  # the program already ran: this error is not a broken start
+        return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
+    return None
+
+
+def _scheduler_blame(
+    decision: _Decision, facts: SchedulerFacts | None, members: frozenset[Host] | None
+) -> _Decision:
+    """A node fault no line attributes may be attributed by the scheduler's DOWN nodes."""
+    if decision.blamed or facts is None or not decision.failure_class.attributes_node:
+        return decision
+    down = tuple(h for h in facts.unhealthy() if members is None or h in members)
+    if not down:
+        return decision
+    names = ", ".join(h.name for h in down)
+    blamed = tuple(Blame(h, "scheduler", ()) for h in down)
+    return _Decision(decision.failure_class, blamed, f"{decision.reason}; scheduler reports {names} down")
+
+
+def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
+    if facts is None or facts.job_state is None:
+        return None
+    state = facts.job_state.upper().split()[0]
+    fclass = _JOB_STATES.get(state)
+    if fclass is None:
+        return None
+    return _Decision(fclass, (), f"scheduler reports job state {state}")
+
+
+def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision:
+    noise = sum(1 for e in evidence if e.role is Role.CASCADE)
+    if status is None:
+        if noise:
+            return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status")
+        return _Decision(FailureClass.SUCCESS, (), "no failure evidence (no exit status given)")
+    if status.ok:
+        return _Decision(FailureClass.SUCCESS, (), "exit 0 and no failure evidence")
+    if status.signal == signal.SIGINT:
+        return _Decision(FailureClass.CANCELLED, (), f"{status}: interrupted")
+    detail = " (exit 143 is walltime only with walltime evidence)" if status.signal == signal.SIGTERM else ""
+    return _Decision(FailureClass.UNKNOWN, (), f"{status} and no line names a cause or a host{detail}")
+
+
+def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: frozenset[Host] | None) -> Verdict:
+    named = [e.host for e in evidence if e.host is not None]
+    foreign = sorted({h for h in named if members is not None and h not in members})
+    blamed_set = {b.host for b in decision.blamed}
+    mentioned = sorted({h for h in named if h not in blamed_set and h not in foreign})
+    fclass = decision.failure_class
+    exclude = tuple(b.host for b in decision.blamed) if fclass.excludes_hosts else ()
+    return Verdict(
+        failure_class=fclass,
+        blamed=decision.blamed,
+        mentioned_hosts=tuple(mentioned),
+        foreign_hosts=tuple(foreign),
+        retryable=fclass.retryable,
+        exclude_hosts=exclude,
+        reason=f"{fclass.value}: {decision.reason}",
+        evidence=evidence,
+    )

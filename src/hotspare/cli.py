@@ -1,0 +1,218 @@
+"""The ``hotspare`` command: a thin face over the public API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from hotspare.classify import SchedulerFacts, Verdict, classify
+from hotspare.errors import EXIT_USAGE, HotspareError, InputError
+from hotspare.hosts import Host, expand_hosts, read_hostfile
+from hotspare.patterns import PatternSet, load_patterns
+from hotspare.patterns.check import check_pack
+from hotspare.scan import ScanResult, scan
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except HotspareError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except BrokenPipeError:
+        # `hotspare scrape big.log | head -1` closed the pipe: not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _error(message: str) -> None:
+    print(f"error: {message.splitlines()[0] if message else 'unknown error'}", file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hotspare", description="Failover for multi-node HPC jobs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("classify", help="classify how a job ended and name the failed host")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="launcher log file(s); '-' reads stdin")
+    p.add_argument("--rc", type=int, help="the launcher's exit status (137/143 and negative signals understood)")
+    _allocation_args(p)
+    p.add_argument("--job-state", help="the scheduler's job state (e.g. NODE_FAIL, TIMEOUT)")
+    p.add_argument("--json", action="store_true", help="one JSON object per log, one per line")
+    _scan_args(p)
+    p.set_defaults(func=_classify)
+
+    p = sub.add_parser("scrape", help="print the failed hosts, one per line (drop-in for ezpz.failover)")
+    p.add_argument("log", metavar="LOG", help="launcher log; '-' reads stdin")
+    p.add_argument("--machine", help="accepted for ezpz compatibility; every pack applies on every machine")
+    _allocation_args(p)
+    _scan_args(p)
+    p.set_defaults(func=_scrape)
+
+    p = sub.add_parser("patterns", help="list or test the pattern packs")
+    psub = p.add_subparsers(dest="action", required=True)
+    q = psub.add_parser("list", help="list packs and patterns")
+    _pattern_dir_arg(q)
+    q.set_defaults(func=_patterns_list)
+    q = psub.add_parser("test", help="check each pack's embedded examples")
+    q.add_argument("pack", nargs="?", help="only this pack")
+    _pattern_dir_arg(q)
+    q.set_defaults(func=_patterns_test)
+    return parser
+
+
+def _allocation_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--hosts", help="the allocation as a hostlist (n[1-4] or n1,n2); others are foreign")
+    group.add_argument("--hostfile", help="the allocation as a hostfile ($PBS_NODEFILE form)")
+
+
+def _pattern_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--patterns", action="append", default=[], metavar="DIR",
+        help="extra directory of *.toml packs (repeatable; also $HOTSPARE_PATTERNS)",
+    )
+
+
+def _scan_args(p: argparse.ArgumentParser) -> None:
+    _pattern_dir_arg(p)
+    p.add_argument("--wrap-width", type=int, help="rejoin lines a terminal wrapped at exactly this width")
+
+
+def _allocation(args: argparse.Namespace) -> list[Host] | None:
+    if args.hosts:
+        return expand_hosts(args.hosts)
+    if args.hostfile:
+        return read_hostfile(args.hostfile)
+    return None
+
+
+def _scan_one(path: str, patterns: PatternSet, wrap_width: int | None) -> ScanResult:
+    if path == "-":
+        return scan(sys.stdin.buffer, patterns, wrap_width=wrap_width)
+    if Path(path).is_dir():
+        raise InputError(path, "is a directory")
+    return scan(path, patterns, wrap_width=wrap_width)
+
+
+def _classify(args: argparse.Namespace) -> int:
+    patterns = load_patterns(args.patterns)
+    allocation = _allocation(args)
+    facts = SchedulerFacts(job_state=args.job_state) if args.job_state else None
+    failed = 0
+    for path in args.logs:
+        try:
+            result = _scan_one(path, patterns, args.wrap_width)
+        except HotspareError as exc:
+            _error(str(exc))
+            failed = EXIT_USAGE
+            continue
+        verdict = classify(result, rc=args.rc, allocation=allocation, facts=facts)
+        if args.json:
+            print(json.dumps(verdict_json(path, verdict), sort_keys=False), flush=True)
+        else:
+            _print_table(path, verdict, sys.stdout)
+    return failed
+
+
+def verdict_json(source: str, verdict: Verdict) -> dict[str, Any]:
+    """The ``--json`` record of one verdict."""
+    return {
+        "source": source,
+        "failure_class": verdict.failure_class.value,
+        "blamed_hosts": [h.name for h in verdict.blamed_hosts],
+        "mentioned_hosts": [h.name for h in verdict.mentioned_hosts],
+        "foreign_hosts": [h.name for h in verdict.foreign_hosts],
+        "retryable": verdict.retryable,
+        "exclude_hosts": [h.name for h in verdict.exclude_hosts],
+        "reason": verdict.reason,
+        "blame": [
+            {"host": b.host.name, "reason": b.reason, "lines": [e.line for e in b.evidence]}
+            for b in verdict.blamed
+        ],
+        "evidence": [
+            {
+                "line": e.line,
+                "pattern": e.pattern,
+                "role": e.role.value,
+                "host": e.host.name if e.host else None,
+                "host_text": e.host_text,
+                "count": e.count,
+            }
+            for e in verdict.evidence
+        ],
+    }
+
+
+def _names(hosts: Sequence[Host]) -> str:
+    return ", ".join(h.name for h in hosts) or "-"
+
+
+def _print_table(source: str, verdict: Verdict, out: TextIO) -> None:
+    rows = [
+        ("source", source),
+        ("class", verdict.failure_class.value),
+        ("retryable", "yes" if verdict.retryable else "no"),
+        ("blamed", _names(verdict.blamed_hosts)),
+        ("exclude", _names(verdict.exclude_hosts)),
+        ("mentioned", _names(verdict.mentioned_hosts)),
+        ("foreign", _names(verdict.foreign_hosts)),
+        ("reason", verdict.reason),
+    ]
+    for key, value in rows:
+        out.write(f"{key:<10} {value}\n")
+    if verdict.evidence:
+        out.write(f"{'line':>8}  {'role':<8} {'x':>5}  {'host':<16} pattern\n")
+        for e in verdict.evidence:
+            host = e.host.name if e.host else (f"?{e.host_text}" if e.host_text else "-")
+            out.write(f"{e.line:>8}  {e.role.value:<8} {e.count:>5}  {host[:16]:<16} {e.pattern}\n")
+    out.write("\n")
+
+
+def _scrape(args: argparse.Namespace) -> int:
+    patterns = load_patterns(args.patterns)
+    allocation = _allocation(args)
+    result = _scan_one(args.log, patterns, args.wrap_width)
+    verdict = classify(result, allocation=allocation)
+    # Print each host as the allocation writes it, so a string compare against
+    # the hostfile works (ezpz's "swapped 0" came from printing another form).
+    as_written = {h: h.raw for h in allocation or ()}
+    for blame in verdict.blamed:
+        print(as_written.get(blame.host, blame.evidence[0].host_text if blame.evidence else blame.host.raw))
+    return 0
+
+
+def _patterns_list(args: argparse.Namespace) -> int:
+    patterns = load_patterns(args.patterns)
+    for pack in patterns.packs.values():
+        print(f"{pack.name}  ({len(pack.patterns)} patterns, {pack.source})  {pack.doc}")
+        for pat in pack.patterns:
+            fclass = pat.failure_class.value if pat.failure_class else "-"
+            print(f"  {pat.name:<34} {pat.role.value:<8} {fclass:<12} {len(pat.examples):>2} ex  {pat.doc}")
+    return 0
+
+
+def _patterns_test(args: argparse.Namespace) -> int:
+    patterns = load_patterns(args.patterns)
+    packs = [patterns.pack(args.pack)] if args.pack else list(patterns.packs.values())
+    failures = 0
+    for pack in packs:
+        problems, checked = check_pack(pack)
+        status = "ok" if not problems else f"{len(problems)} FAILED"
+        print(f"{pack.name:<12} {checked:>3} examples  {status}")
+        for problem in problems:
+            print(f"  {problem}")
+        failures += len(problems)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

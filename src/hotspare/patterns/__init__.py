@@ -1,0 +1,329 @@
+"""Pattern packs: what log lines mean, kept as data.
+
+A pack is a TOML file (see ``packs/*.toml`` for the shipped ones)::
+
+    [pack]
+    name = "slurm"
+    doc = "srun, slurmstepd and sbatch messages"
+
+    [[pattern]]
+    name = "srun_node_failure"
+    regex = 'srun: error: Node failure on (?P<host>\\S+)'
+    class = "node_loss"
+    role = "root"            # root | cascade | context | progress
+    host = "host"            # the named group holding the host, if any
+    hostlist = true          # that group is a SLURM hostlist expression
+    doc = "slurmctld told srun a node of the step failed."
+    examples = [{ line = "srun: error: Node failure on n2", host = "n2" }]
+    non_examples = ["srun: error: n3: task 2: Terminated"]
+
+Regexes are RE2 (linear time, no backreferences or lookaround) and are
+matched against bytes as Latin-1, so invalid UTF-8 can never raise.
+
+Sources, later ones replacing earlier packs of the same name: the shipped
+packs, Python entry points in group ``hotspare.patterns``, directories named
+in ``$HOTSPARE_PATTERNS`` (``os.pathsep``-separated), and ``--patterns DIR``.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.metadata
+import importlib.resources
+import os
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import re2
+
+from hotspare.errors import PatternError
+from hotspare.failures import FailureClass
+
+ENV_VAR = "HOTSPARE_PATTERNS"
+ENTRY_POINT_GROUP = "hotspare.patterns"
+
+
+class Role(enum.Enum):
+    """What a matched line tells the classifier."""
+
+    #: Names the failed host or the cause; decides the verdict.
+    ROOT = "root"
+    #: A consequence of a failure elsewhere; its host is never blamed.
+    CASCADE = "cascade"
+    #: Worth recording (a host was mentioned, a traceback began); decides nothing.
+    CONTEXT = "context"
+    #: The job made progress (``step=N``, ``iter=N``).
+    PROGRESS = "progress"
+
+
+def re2_options() -> re2.Options:
+    """RE2 options every hotspare regex is compiled with (bytes as Latin-1)."""
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.max_mem = 16 << 20
+    return options
+
+
+def compile_bytes(regex: str, *, capture: bool = True) -> Any:
+    """Compile ``regex`` (UTF-8 text) for matching bytes; re2.error if invalid."""
+    options = re2_options()
+    options.never_capture = not capture
+    return re2.compile(regex.encode("utf-8"), options)
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """A real or real-shaped line a pattern must (or must not) match."""
+
+    line: str
+    hosts: tuple[str, ...] = ()
+    matches: bool = True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pattern:
+    """One regex with its meaning."""
+
+    pack: str
+    name: str
+    regex: str
+    role: Role
+    failure_class: FailureClass | None
+    host_group: str | None
+    hostlist: bool
+    #: Name (in the same pack) of a context pattern whose host this one adopts
+    #: when that pattern matched at most ``within`` lines earlier: for
+    #: messages that name the host on one line and the cause on the next.
+    host_from: str | None
+    within: int
+    doc: str
+    examples: tuple[Example, ...]
+    compiled: Any
+
+    @property
+    def qualname(self) -> str:
+        """``pack.name``, unique across all loaded packs."""
+        return f"{self.pack}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """A named group of patterns and where it came from."""
+
+    name: str
+    doc: str
+    source: str
+    patterns: tuple[Pattern, ...]
+
+
+class PatternSet:
+    """The packs in force, with the combined prefilter the scanner runs."""
+
+    def __init__(self, packs: Iterable[Pack]) -> None:
+        self.packs: dict[str, Pack] = {p.name: p for p in packs}
+        self.patterns: tuple[Pattern, ...] = tuple(
+            pat for pack in self.packs.values() for pat in pack.patterns
+        )
+        events = [p for p in self.patterns if p.role is not Role.PROGRESS]
+        progress = [p for p in self.patterns if p.role is Role.PROGRESS]
+        self.event_patterns: tuple[Pattern, ...] = tuple(events)
+        self.event_prefilter = _combine(events)
+        self.event_set = _build_set(events)
+        self.progress_patterns: tuple[Pattern, ...] = tuple(progress)
+        self.progress_prefilter = _combine(progress)
+
+    def pack(self, name: str) -> Pack:
+        """The pack called ``name``; :class:`PatternError` listing the known ones otherwise."""
+        try:
+            return self.packs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.packs))
+            raise PatternError(repr(name), f"no such pack (known: {known})") from None
+
+
+def _combine(patterns: Sequence[Pattern]) -> Any:
+    if not patterns:
+        return None
+    body = "|".join(f"(?:{p.regex})" for p in patterns)
+    return compile_bytes("(?m)" + body, capture=False)
+
+
+def _build_set(patterns: Sequence[Pattern]) -> Any:
+    regex_set = re2.Set.SearchSet(re2_options())
+    for pat in patterns:
+        regex_set.Add(pat.regex.encode("utf-8"))
+    if patterns:
+        regex_set.Compile()
+    return regex_set
+
+
+def load_pack_text(text: str, source: str) -> Pack:
+    """Parse and validate one pack's TOML; :class:`PatternError` naming the problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PatternError(source, f"not valid TOML ({exc})") from exc
+    head = _table(data.get("pack"), source, "[pack]")
+    name = _text(head, "name", source)
+    doc = _text(head, "doc", source)
+    raw = data.get("pattern")
+    if not isinstance(raw, list) or not raw:
+        raise PatternError(source, "needs at least one [[pattern]]")
+    patterns = tuple(_pattern(name, _table(p, source, "[[pattern]]"), source) for p in raw)
+    names = [p.name for p in patterns]
+    for pat in patterns:
+        if pat.host_from is not None and pat.host_from.split(".", 1)[1] not in names:
+            raise PatternError(source, f"{pat.name}: host_from names no pattern of this pack")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise PatternError(source, f"duplicate pattern names: {', '.join(dupes)}")
+    return Pack(name=name, doc=doc, source=source, patterns=patterns)
+
+
+def _table(value: object, source: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise PatternError(source, f"missing or malformed {what} table")
+    return value
+
+
+def _text(table: Mapping[str, Any], key: str, source: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        where = table.get("name", "[pack]")
+        raise PatternError(source, f"{where}: '{key}' must be a non-empty string")
+    return value
+
+
+_KEYS = {
+    "name", "regex", "class", "role", "host", "hostlist", "host_from", "within",
+    "doc", "examples", "non_examples",
+}
+
+
+def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
+    name = _text(table, "name", source)
+    where = f"{source}: pattern {name!r}"
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise PatternError(where, f"unknown keys {unknown} (allowed: {sorted(_KEYS)})")
+    regex = _text(table, "regex", source)
+    try:
+        role = Role(table.get("role", ""))
+    except ValueError:
+        raise PatternError(where, "role must be one of root, cascade, context, progress") from None
+    failure_class = _failure_class(table, role, where)
+    host_group = table.get("host")
+    try:
+        compiled = compile_bytes(regex)
+    except re2.error as exc:
+        raise PatternError(where, f"regex does not compile under RE2 ({exc})") from exc
+    if host_group is not None and host_group.encode() not in compiled.groupindex:
+        raise PatternError(where, f"host group {host_group!r} is not a named group of the regex")
+    return Pattern(
+        pack=pack,
+        name=name,
+        regex=regex,
+        role=role,
+        failure_class=failure_class,
+        host_group=host_group,
+        hostlist=bool(table.get("hostlist", False)),
+        host_from=_host_from(table, host_group, pack, where),
+        within=int(table.get("within", 3)),
+        doc=_text(table, "doc", source),
+        examples=_examples(table, where),
+        compiled=compiled,
+    )
+
+
+def _host_from(table: Mapping[str, Any], host_group: str | None, pack: str, where: str) -> str | None:
+    name = table.get("host_from")
+    if name is None:
+        return None
+    if host_group is not None:
+        raise PatternError(where, "use either 'host' or 'host_from', not both")
+    return f"{pack}.{name}"
+
+
+def _failure_class(table: Mapping[str, Any], role: Role, where: str) -> FailureClass | None:
+    text = table.get("class")
+    if text is None:
+        if role in (Role.ROOT, Role.CASCADE):
+            raise PatternError(where, f"a {role.value} pattern needs a 'class'")
+        return None
+    try:
+        return FailureClass.parse(str(text))
+    except ValueError as exc:
+        raise PatternError(where, str(exc)) from None
+
+
+def _examples(table: Mapping[str, Any], where: str) -> tuple[Example, ...]:
+    found: list[Example] = []
+    for item in table.get("examples", []):
+        if isinstance(item, str):
+            found.append(Example(line=item))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("line"), str):
+            raise PatternError(where, "each example is a string or {line=..., host=...}")
+        host = item.get("host", ())
+        hosts = (host,) if isinstance(host, str) else tuple(host)
+        found.append(Example(line=item["line"], hosts=hosts))
+    for line in table.get("non_examples", []):
+        found.append(Example(line=str(line), matches=False))
+    if not any(e.matches for e in found):
+        raise PatternError(where, "needs at least one example line it matches")
+    return tuple(found)
+
+
+def builtin_packs() -> Iterator[Pack]:
+    """The packs shipped inside the package."""
+    root = importlib.resources.files("hotspare.patterns").joinpath("packs")
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            yield load_pack_text(entry.read_text(encoding="utf-8"), f"builtin:{entry.name}")
+
+
+def directory_packs(directory: str | Path) -> Iterator[Pack]:
+    """Every ``*.toml`` pack in ``directory``."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise PatternError(str(path), "is not a directory of *.toml packs")
+    for file in sorted(path.glob("*.toml")):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PatternError(str(file), f"cannot be read ({exc})") from exc
+        yield load_pack_text(text, str(file))
+
+
+def entry_point_packs() -> Iterator[Pack]:
+    """Packs advertised by installed distributions (group ``hotspare.patterns``).
+
+    An entry point names a package holding ``*.toml`` files, or a callable
+    returning a directory path.
+    """
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            target = ep.load()
+        except Exception as exc:  # a broken site plugin must say which one
+            raise PatternError(f"entry point {ep.name!r}", f"failed to load ({exc})") from exc
+        if callable(target):
+            yield from directory_packs(target())
+            continue
+        files = importlib.resources.files(target)
+        for entry in sorted(files.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".toml"):
+                source = f"entry point {ep.name}:{entry.name}"
+                yield load_pack_text(entry.read_text(encoding="utf-8"), source)
+
+
+def load_patterns(extra_dirs: Sequence[str | Path] = (), *, environ: Mapping[str, str] | None = None) -> PatternSet:
+    """Every pack in force: shipped, entry points, ``$HOTSPARE_PATTERNS``, then ``extra_dirs``."""
+    env = os.environ if environ is None else environ
+    env_dirs = [d for d in env.get(ENV_VAR, "").split(os.pathsep) if d]
+    packs = list(builtin_packs()) + list(entry_point_packs())
+    for directory in [*env_dirs, *extra_dirs]:
+        packs.extend(directory_packs(directory))
+    return PatternSet(packs)

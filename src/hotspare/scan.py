@@ -1,0 +1,349 @@
+"""Bytes to evidence.
+
+The scanner streams input of any size in bounded memory: it works on blocks
+of complete lines, strips terminal escapes (they sit inside tokens, e.g.
+``\\x1b[36miter\\x1b[0m=42``), treats ``\\r`` as a segment break (progress bars
+redraw a line many times), drops NULs, and reads bytes as Latin-1 so invalid
+UTF-8 cannot raise. One RE2 prefilter (linear time) finds candidate lines in a
+whole block; only those lines are matched pattern by pattern. A line longer
+than ``max_line_bytes`` is matched on its head only and the rest skipped, so
+a 100 MB line costs one bounded match.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from hotspare.errors import HostError, InputError
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host, expand_hosts
+from hotspare.patterns import Pattern, PatternSet, Role, load_patterns
+
+#: Bytes read per block from a file.
+BLOCK_BYTES = 1 << 20
+#: Longest segment matched in full; longer ones are matched on this head.
+MAX_LINE_BYTES = 64 << 10
+#: Distinct (pattern, host) records kept; beyond this only counts grow.
+MAX_RECORDS = 20_000
+#: Characters of a line kept in an evidence record.
+TEXT_CHARS = 300
+
+# CSI (colours, cursor moves), OSC (titles, ended by BEL or ST), and the
+# two-byte escapes. None of these can contain \n or \r, so a block cut at a
+# line break never splits one.
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n\r]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A matched line: where, which pattern, what it says, which host it names."""
+
+    line: int
+    pattern: str
+    role: Role
+    failure_class: FailureClass | None
+    host: Host | None
+    host_text: str | None
+    text: str
+    #: How many lines matched the same pattern naming the same host.
+    count: int = 1
+
+    @property
+    def host_invalid(self) -> bool:
+        """The pattern captured a host, but the text is not a usable host name."""
+        return self.host_text is not None and self.host is None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The first and last progress lines seen (``step=N``, ``iter=N``)."""
+
+    first_line: int
+    last_line: int
+    last_text: str
+    last_step: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Everything one input yielded."""
+
+    evidence: tuple[Evidence, ...]
+    lines: int
+    bytes_read: int
+    progress: Progress | None = None
+    truncated_lines: int = 0
+    dropped_records: int = 0
+
+
+@dataclass(slots=True)
+class _Records:
+    """First occurrence of each (pattern, host), with counts; bounded."""
+
+    first: dict[tuple[str, str | None], Evidence] = field(default_factory=dict)
+    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    dropped: int = 0
+
+    def add(self, ev: Evidence) -> None:
+        key = (ev.pattern, ev.host.name if ev.host else ev.host_text)
+        if key in self.first:
+            self.counts[key] += 1
+        elif len(self.first) < MAX_RECORDS:
+            self.first[key] = ev
+            self.counts[key] = 1
+        else:
+            self.dropped += 1
+
+    def result(self) -> tuple[Evidence, ...]:
+        out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
+        return tuple(sorted(out, key=lambda e: e.line))
+
+
+class Scanner:
+    """Incremental scanner: ``feed()`` bytes as they arrive, ``close()`` for the result."""
+
+    def __init__(
+        self,
+        patterns: PatternSet | None = None,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        wrap_width: int | None = None,
+    ) -> None:
+        if max_line_bytes < 256:
+            raise ValueError(f"max_line_bytes={max_line_bytes} is too small; use at least 256")
+        if wrap_width is not None and wrap_width < 20:
+            raise ValueError(f"wrap_width={wrap_width} is not a terminal width; use 20 or more")
+        self.patterns = patterns if patterns is not None else load_patterns()
+        self.max_line_bytes = max_line_bytes
+        self.wrap_width = wrap_width
+        self._pending = b""
+        self._skipping = False
+        self._lines = 0
+        self._bytes = 0
+        self._truncated = 0
+        self._records = _Records()
+        self._progress: Progress | None = None
+        self._wrap_prev: tuple[int, bytes] | None = None
+        # Last line and host of each pattern some other pattern takes its host from.
+        self._recent: dict[str, tuple[int, Host | None, str | None]] = {}
+        self._sources = {p.host_from for p in self.patterns.patterns if p.host_from}
+
+    def feed(self, data: bytes) -> list[Evidence]:
+        """Scan ``data``; return the evidence found in the lines it completed."""
+        self._bytes += len(data)
+        found: list[Evidence] = []
+        buf = self._pending + data if self._pending else data
+        cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        if cut >= 0:
+            head, buf = buf[: cut + 1], buf[cut + 1 :]
+            if self._skipping:
+                head = self._end_skip(head)
+            if head:
+                self._block(head, found)
+        if self._skipping:
+            buf = b""
+        elif len(buf) > self.max_line_bytes:
+            self._truncated += 1
+            self._block(buf[: self.max_line_bytes] + b"\n", found, count_lines=False)
+            buf, self._skipping = b"", True
+        self._pending = buf
+        return found
+
+    def close(self) -> ScanResult:
+        """Scan what is left (a last line without a newline) and return the result."""
+        if self._pending:
+            found: list[Evidence] = []
+            self._block(self._pending + b"\n", found)
+            self._pending = b""
+        return ScanResult(
+            evidence=self._records.result(),
+            lines=self._lines,
+            bytes_read=self._bytes,
+            progress=self._progress,
+            truncated_lines=self._truncated,
+            dropped_records=self._records.dropped,
+        )
+
+    def _end_skip(self, head: bytes) -> bytes:
+        """Drop the tail of an over-long line up to its first break."""
+        brk = min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0)
+        if head[brk : brk + 1] == b"\n":
+            self._lines += 1
+        self._skipping = False
+        return head[brk + 1 :]
+
+    def _block(self, raw: bytes, found: list[Evidence], *, count_lines: bool = True) -> None:
+        """Match a run of complete segments; ``raw`` ends with a line break."""
+        if b"\x1b" in raw:
+            raw = _ANSI.sub(b"", raw)
+        if b"\x00" in raw:
+            raw = raw.replace(b"\x00", b"")
+        text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
+        counter = _LineCounter(raw, self._lines)
+        for start, end in _candidates(self.patterns.event_prefilter, text):
+            self._match_line(text[start:end], counter.at(start), found)
+        if self.wrap_width:
+            self._unwrap(text, counter, found)
+        if self.patterns.progress_prefilter is not None:
+            self._track_progress(text, counter)
+        if count_lines:
+            self._lines += raw.count(b"\n")
+
+    def _match_line(self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1) -> None:
+        indices = self.patterns.event_set.Match(line)
+        for index in sorted(indices):
+            pattern = self.patterns.event_patterns[index]
+            match = pattern.compiled.search(line)
+            if match is None or (only_across >= 0 and not match.start() < only_across < match.end()):
+                continue
+            for ev in self._adopt_host(_evidence(pattern, match, line, lineno), pattern):
+                self._records.add(ev)
+                found.append(ev)
+
+    def _adopt_host(self, evidence: Iterable[Evidence], pattern: Pattern) -> Iterator[Evidence]:
+        for ev in evidence:
+            if ev.pattern in self._sources:
+                self._recent[ev.pattern] = (ev.line, ev.host, ev.host_text)
+            recent = self._recent.get(pattern.host_from) if pattern.host_from else None
+            if recent is not None and ev.host_text is None and 0 <= ev.line - recent[0] <= pattern.within:
+                yield replace(ev, host=recent[1], host_text=recent[2])
+            else:
+                yield ev
+
+    def _unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence]) -> None:
+        """Match lines a terminal wrapped at exactly ``wrap_width`` joined to the next line.
+
+        Only matches that cross the join are new; the rest were found already.
+        """
+        width = self.wrap_width or 0
+        starts = [0] + [m.end() for m in re.finditer(rb"\n", text)]
+        for a, b in itertools.pairwise(starts):
+            prev = self._wrap_prev
+            self._wrap_prev = None
+            if prev is not None:
+                joined = prev[1] + text[a : b - 1]
+                self._match_line(joined, prev[0], found, only_across=len(prev[1]))
+            if b - 1 - a == width:
+                self._wrap_prev = (counter.at(a), text[a : b - 1])
+
+    def _track_progress(self, text: bytes, counter: _LineCounter) -> None:
+        prefilter = self.patterns.progress_prefilter
+        first = prefilter.search(text)
+        if first is None:
+            return
+        last_start, last_end = _last_candidate(prefilter, text)
+        line = text[last_start:last_end]
+        step = _step(self.patterns.progress_patterns, line)
+        first_line = self._progress.first_line if self._progress else counter.at(first.start())
+        self._progress = Progress(first_line, counter.at(last_start), _show(line), step)
+
+
+class _LineCounter:
+    """Line numbers for offsets visited in increasing order (counts ``\\n`` once)."""
+
+    def __init__(self, raw: bytes, base: int) -> None:
+        self._raw = raw
+        self._offset = 0
+        self._line = base + 1
+
+    def at(self, offset: int) -> int:
+        if offset >= self._offset:
+            self._line += self._raw.count(b"\n", self._offset, offset)
+            self._offset = offset
+            return self._line
+        return self._line - self._raw.count(b"\n", offset, self._offset)
+
+
+def _candidates(prefilter: Any, text: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line holding a prefilter match, in order, each once."""
+    if prefilter is None:
+        return
+    pos = 0
+    while (match := prefilter.search(text, pos)) is not None:
+        start = text.rfind(b"\n", 0, match.start()) + 1
+        end = text.find(b"\n", match.start())
+        end = len(text) if end < 0 else end
+        yield start, end
+        pos = end + 1
+
+
+def _last_candidate(prefilter: Any, text: bytes) -> tuple[int, int]:
+    """The last matching line, searching back from the end in growing windows."""
+    window = 4096
+    while True:
+        lo = max(0, len(text) - window)
+        if lo:
+            lo = text.find(b"\n", lo) + 1 or len(text)
+        spans = list(_candidates(prefilter, text[lo:]))
+        if spans:
+            return lo + spans[-1][0], lo + spans[-1][1]
+        if lo == 0:
+            raise AssertionError("unreachable: the caller saw a match")
+        window *= 8
+
+
+def _step(patterns: Iterable[Pattern], line: bytes) -> int | None:
+    for pattern in patterns:
+        match = pattern.compiled.search(line)
+        if match is not None and b"step" in pattern.compiled.groupindex:
+            value = match.group(b"step")
+            if value is not None and value.isdigit():
+                return int(value)
+    return None
+
+
+def _show(line: bytes) -> str:
+    return line[:TEXT_CHARS].decode("utf-8", "replace").strip()
+
+
+def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int) -> Iterator[Evidence]:
+    base = Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, None, None, _show(line))
+    captured = match.group(pattern.host_group.encode()) if pattern.host_group else None
+    if captured is None:
+        yield base
+        return
+    host_text = captured.decode("latin-1")
+    for host in _hosts(host_text, pattern.hostlist):
+        yield replace(base, host=host, host_text=host.raw if host else host_text)
+
+
+def _hosts(text: str, is_hostlist: bool) -> list[Host | None]:
+    """Hosts named by a captured group; ``[None]`` when the text is not a host."""
+    try:
+        return list(expand_hosts(text)) if is_hostlist else [Host(text)]
+    except HostError:
+        return [None]
+
+
+def scan(
+    source: str | Path | bytes | IO[bytes],
+    patterns: PatternSet | None = None,
+    *,
+    wrap_width: int | None = None,
+) -> ScanResult:
+    """Scan a whole input: a path (``"-"`` is stdin), raw bytes, or a binary stream."""
+    scanner = Scanner(patterns, wrap_width=wrap_width)
+    if isinstance(source, bytes):
+        scanner.feed(source)
+        return scanner.close()
+    if isinstance(source, (str, Path)):
+        return _scan_path(scanner, Path(source))
+    for block in iter(lambda: source.read(BLOCK_BYTES), b""):
+        scanner.feed(block)
+    return scanner.close()
+
+
+def _scan_path(scanner: Scanner, path: Path) -> ScanResult:
+    try:
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(BLOCK_BYTES), b""):
+                scanner.feed(block)
+    except OSError as exc:
+        raise InputError(str(path), exc.strerror or str(exc)) from exc
+    return scanner.close()
