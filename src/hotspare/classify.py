@@ -12,7 +12,9 @@ The rules, in order (each from the seeds):
 3. Otherwise the first root evidence decides (``transient_io`` for ENOSPC,
    ``walltime`` only with walltime evidence, ``user_error`` only before any
    progress).
-4. Otherwise the scheduler's job state, then the exit status decide.
+4. Otherwise the first consequence line gives the class (``node_loss`` from a
+   survivor's cancellation line) but blames nobody; then the scheduler's job
+   state, then the exit status decide.
 5. When no line names a host, nobody is blamed: never guess.
 """
 
@@ -141,7 +143,8 @@ def classify(
     usable = tuple(e for e in evidence if _usable(e, members))
     decision = (
         _node_fault(usable, members, facts)
-        or _first_root(usable, progress)
+        or _first_root(evidence, progress)
+        or _first_cascade(evidence)
         or _from_facts(facts)
         or _from_status(status, evidence)
     )
@@ -155,7 +158,10 @@ def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ..
 
 
 def _usable(ev: Evidence, members: frozenset[Host] | None) -> bool:
-    """Evidence whose host (if it names one) may be blamed."""
+    """Evidence whose host (if it names one) may be blamed: a valid host of the allocation.
+
+    Other evidence still says what kind of failure happened, never who.
+    """
     if ev.host_text is None:
         return True
     return ev.host is not None and (members is None or ev.host in members)
@@ -164,11 +170,11 @@ def _usable(ev: Evidence, members: frozenset[Host] | None) -> bool:
 def _node_fault(
     evidence: tuple[Evidence, ...], members: frozenset[Host] | None, facts: SchedulerFacts | None
 ) -> _Decision | None:
-    roots = [
+    roots = _before_teardown([
         e for e in evidence
         if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
         and e.failure_class.attributes_node
-    ]
+    ], evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -183,6 +189,22 @@ def _node_fault(
     return _Decision(first.failure_class or FailureClass.UNKNOWN, blamed, reason)
 
 
+def _before_teardown(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """Drop SIGKILLed ranks reported after the teardown began, when a kill came before it.
+
+    SLURM SIGKILLs every remaining task once a step is cancelled (test bed m2b:
+    n2's task dies, the step is cancelled, then n1's tasks are 'Killed' too).
+    """
+    start = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    if start is None or not any(e.line < start for e in roots):
+        return roots
+    return [e for e in roots if e.line < start or e.failure_class is not FailureClass.RANK_KILLED]
+
+
+# Context lines that mark the start of a step's teardown.
+_TEARDOWN = frozenset({"slurm.step_aborted"})
+
+
 def _explained_kills(
     roots: list[Evidence], evidence: tuple[Evidence, ...], members: frozenset[Host] | None
 ) -> _Decision | None:
@@ -194,7 +216,15 @@ def _explained_kills(
         why = f"out of memory ({oom.pattern} at line {oom.line}); the killed ranks follow from it"
         return _Decision(FailureClass.OOM, (), why)
     everyone = _all_hosts_killed(roots, evidence, members)
-    return _Decision(FailureClass.UNKNOWN, (), everyone) if everyone else None
+    if everyone is None:
+        return None
+    other = next((e for e in evidence if e.role is Role.ROOT and e.failure_class not in (None, *_KILLS)), None)
+    if other is not None and other.failure_class is not None:
+        return _Decision(other.failure_class, (), f"{other.pattern} at line {other.line}; {everyone}")
+    return _Decision(FailureClass.UNKNOWN, (), everyone)
+
+
+_KILLS = (FailureClass.RANK_KILLED,)
 
 
 def _all_hosts_killed(
@@ -227,6 +257,15 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
             continue  # the program already ran: this error is not a broken start
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
+    return None
+
+
+def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """With no root cause, a consequence still says what kind of failure it was (never who)."""
+    for ev in evidence:
+        if ev.role is Role.CASCADE and ev.failure_class not in (None, FailureClass.UNKNOWN):
+            fclass = ev.failure_class or FailureClass.UNKNOWN
+            return _Decision(fclass, (), f"only consequences seen, first {ev.pattern} at line {ev.line}; no host named")
     return None
 
 

@@ -187,7 +187,7 @@ class Scanner:
         text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
         counter = _LineCounter(raw, self._lines)
         for start, end in _candidates(self.patterns.event_prefilter, text):
-            self._match_line(text[start:end], counter.at(start), found)
+            self._match_line(text[start:end], counter.at(start), found, after=self._continues(text, start))
         if self.wrap_width:
             self._unwrap(text, counter, found)
         if self.patterns.progress_prefilter is not None:
@@ -195,12 +195,26 @@ class Scanner:
         if count_lines:
             self._lines += raw.count(b"\n")
 
-    def _match_line(self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1) -> None:
+    def _continues(self, text: bytes, start: int) -> bool:
+        """Whether the line at ``start`` continues a line wrapped at ``wrap_width``."""
+        if not self.wrap_width:
+            return False
+        if start == 0:
+            return self._wrap_prev is not None
+        return start - 1 - (text.rfind(b"\n", 0, start - 1) + 1) == self.wrap_width
+
+    def _match_line(
+        self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1, after: bool = False
+    ) -> None:
+        """Match one line; ``only_across`` keeps matches spanning that offset, ``after``
+        drops matches starting at column 0 (the head of a wrapped line's fragment)."""
         indices = self.patterns.event_set.Match(line)
         for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (only_across >= 0 and not match.start() < only_across < match.end()):
+                continue
+            if after and match.start() == 0:
                 continue
             for ev in self._adopt_host(_evidence(pattern, match, line, lineno), pattern):
                 self._records.add(ev)

@@ -64,11 +64,12 @@ def re2_options() -> re2.Options:
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
     options.max_mem = 16 << 20
+    options.log_errors = False  # errors become PatternError; RE2 must not write to stderr
     return options
 
 
 def compile_bytes(regex: str, *, capture: bool = True) -> Any:
-    """Compile ``regex`` (UTF-8 text) for matching bytes; re2.error if invalid."""
+    """Compile ``regex`` (UTF-8 text) for matching bytes; raises re2's error if invalid."""
     options = re2_options()
     options.never_capture = not capture
     return re2.compile(regex.encode("utf-8"), options)
@@ -218,8 +219,8 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
     host_group = table.get("host")
     try:
         compiled = compile_bytes(regex)
-    except re2.error as exc:
-        raise PatternError(where, f"regex does not compile under RE2 ({exc})") from exc
+    except Exception as exc:  # re2 raises its own Error type, not re2.error, for parse failures
+        raise PatternError(where, f"regex does not compile under RE2 ({_message(exc)})") from exc
     if host_group is not None and host_group.encode() not in compiled.groupindex:
         raise PatternError(where, f"host group {host_group!r} is not a named group of the regex")
     return Pattern(
@@ -245,6 +246,11 @@ def _host_from(table: Mapping[str, Any], host_group: str | None, pack: str, wher
     if host_group is not None:
         raise PatternError(where, "use either 'host' or 'host_from', not both")
     return f"{pack}.{name}"
+
+
+def _message(exc: Exception) -> str:
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
 def _failure_class(table: Mapping[str, Any], role: Role, where: str) -> FailureClass | None:

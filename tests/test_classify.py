@@ -1,0 +1,204 @@
+"""The termination matrix: the rules from the seeds, one case each."""
+
+from __future__ import annotations
+
+import pytest
+
+from hotspare import ExitStatus, FailureClass, Host, PatternSet, SchedulerFacts, classify, expand_hosts, scan
+from hotspare.classify import Verdict
+
+SUNSPOT = "hsn.cm.sunspot.alcf.anl.gov"
+
+
+def verdict(text: str, patterns: PatternSet, **kw) -> Verdict:  # type: ignore[no-untyped-def]
+    return classify(scan(text.encode(), patterns), **kw)
+
+
+def names(hosts: tuple[Host, ...]) -> list[str]:
+    return [h.name for h in hosts]
+
+
+def test_sigkilled_rank_names_its_host_and_cascade_never_blames(patterns: PatternSet) -> None:
+    """ezpz job 12473749: the signal-9 rank's host is blamed, the signal-15 survivor is only mentioned."""
+    v = verdict(
+        f"x1921c7s1b0n0-hsn0.{SUNSPOT}: rank 12 died from signal 9\n"
+        f"x1921c7s0b0n0-hsn0.{SUNSPOT}: rank 1 died from signal 15\n",
+        patterns, rc=143,
+    )
+    assert v.failure_class is FailureClass.RANK_KILLED
+    assert names(v.blamed_hosts) == ["x1921c7s1b0n0"]
+    assert names(v.exclude_hosts) == ["x1921c7s1b0n0"]
+    assert names(v.mentioned_hosts) == ["x1921c7s0b0n0"]
+    assert v.retryable
+    assert v.blamed[0].evidence[0].line == 1
+
+
+def test_first_root_wins_over_later_cascade_noise(patterns: PatternSet) -> None:
+    """Thousands of teardown lines after the root line do not change the verdict."""
+    noise = "".join(f"x1000c0s{i % 8}b0n0: rank {i} died from signal 15\nrank {i} died from signal 11\n" for i in range(2000))
+    v = verdict("srun: error: Node failure on nid[003]\n" + noise, patterns, rc=1)
+    assert v.failure_class is FailureClass.NODE_LOSS
+    assert names(v.blamed_hosts) == ["nid003"]
+
+
+def test_only_cascade_lines_blame_nobody(patterns: PatternSet) -> None:
+    """Signal 11/15 teardown lines alone name no culprit."""
+    v = verdict(f"x1921c1s4b0n0-hsn0.{SUNSPOT}: rank 0 died from signal 15\nrank 1304 died from signal 11\n", patterns, rc=143)
+    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+
+
+def test_enospc_on_a_parallel_filesystem_is_transient_and_excludes_nobody(patterns: PatternSet) -> None:
+    """ezpz job 12473704 attempt 2: ENOSPC re-raised on every rank, then host-named teardown: retry, no exclusion."""
+    v = verdict(
+        "[rank23]: OSError: [Errno 28] No space left on device\n\n"
+        f"x1921c1s1b0n0-hsn0.{SUNSPOT}: rank 16 exited with code 1\n"
+        f"x1921c1s4b0n0-hsn0.{SUNSPOT}: rank 0 died from signal 15\n",
+        patterns, rc=143,
+    )
+    assert v.failure_class is FailureClass.TRANSIENT_IO
+    assert v.retryable
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert set(names(v.mentioned_hosts)) == {"x1921c1s1b0n0", "x1921c1s4b0n0"}
+
+
+def test_edquot_is_transient(patterns: PatternSet) -> None:
+    """Quota exceeded is storage, retryable, nobody excluded."""
+    v = verdict("OSError: [Errno 122] Disk quota exceeded: '/lus/x'\n", patterns, rc=1)
+    assert v.failure_class is FailureClass.TRANSIENT_IO and v.retryable and not v.exclude_hosts
+
+
+@pytest.mark.parametrize("rc", [143, -15])
+def test_exit_143_without_walltime_evidence_is_not_walltime(patterns: PatternSet, rc: int) -> None:
+    """ezpz #243: a std::bad_alloc ending in exit 143 is OOM, not walltime; bare 143 is unknown."""
+    assert verdict("[rank5141]: MemoryError: std::bad_alloc\n", patterns, rc=rc).failure_class is FailureClass.OOM
+    bare = verdict("training...\n", patterns, rc=rc)
+    assert bare.failure_class is FailureClass.UNKNOWN
+    assert "SIGTERM" in bare.reason
+
+
+def test_walltime_needs_evidence(patterns: PatternSet) -> None:
+    """A time-limit line makes exit 143 walltime, not retryable, nobody blamed even though it names a host."""
+    v = verdict(
+        "slurmstepd-n4: error: *** JOB 19 ON n4 CANCELLED AT 2026-11-29T09:34:47 DUE TO TIME LIMIT ***\n"
+        "srun: error: n4: task 0: Terminated\n",
+        patterns, rc=143,
+    )
+    assert v.failure_class is FailureClass.WALLTIME
+    assert not v.retryable and v.blamed_hosts == ()
+    assert classify([], rc=143, facts=SchedulerFacts(job_state="TIMEOUT")).failure_class is FailureClass.WALLTIME
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["SyntaxError: invalid syntax", "ModuleNotFoundError: No module named 'torchtitan'", "ImportError: cannot import name 'x'"],
+)
+def test_startup_errors_are_user_errors_before_progress(patterns: PatternSet, line: str) -> None:
+    """Syntax/import errors before any progress: user_error, not retryable; after progress they decide nothing."""
+    before = verdict(f"Traceback (most recent call last):\n{line}\n", patterns, rc=1)
+    assert before.failure_class is FailureClass.USER_ERROR and not before.retryable
+    after = verdict(f"step=1 loss=3\nstep=2 loss=2\n{line}\n", patterns, rc=1)
+    assert after.failure_class is FailureClass.UNKNOWN
+
+
+def test_no_host_named_means_nobody_blamed(patterns: PatternSet) -> None:
+    """ezpz attempt 1: a SIGKILL that leaves the log mid-training names nobody: never guess."""
+    v = verdict("[17:29:55][I] iter=42 epoch=0\n", patterns, rc=-9)
+    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert v.retryable
+
+
+def test_hosts_outside_the_allocation_are_foreign_never_blamed(patterns: PatternSet) -> None:
+    """A root line naming a host not in the allocation reports it foreign and blames nobody."""
+    v = verdict("srun: error: Node failure on n9\n", patterns, rc=1, allocation=expand_hosts("n[1-4]"))
+    assert names(v.foreign_hosts) == ["n9"]
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert v.failure_class is FailureClass.NODE_LOSS
+
+
+def test_allocation_in_other_form_still_blames(patterns: PatternSet) -> None:
+    """An allocation written with -hsn0 FQDNs matches the log's plain form."""
+    alloc = [Host(f"x1921c7s{i}b0n0-hsn0.{SUNSPOT}") for i in range(4)]
+    v = verdict("x1921c7s1b0n0: shepherd died from signal 9\n", patterns, rc=1, allocation=alloc)
+    assert v.blamed_hosts == (alloc[1],)
+
+
+def test_survivor_cancellation_line_never_blames_its_reporter(patterns: PatternSet) -> None:
+    """slurmstepd-n1's 'CANCELLED ... DUE TO NODE FAILURE' alone is node_loss with nobody blamed."""
+    v = verdict(
+        "slurmstepd-n1: error: *** STEP 4.0 ON n1 CANCELLED AT 2026-11-29T09:28:02 DUE TO NODE FAILURE, SEE SLURMCTLD LOG ***\n",
+        patterns, rc=143,
+    )
+    assert v.failure_class is FailureClass.NODE_LOSS
+    assert v.blamed_hosts == ()
+    assert names(v.mentioned_hosts) == ["n1"]
+
+
+def test_scheduler_attributes_a_node_loss_no_line_names(patterns: PatternSet) -> None:
+    """With a DOWN node from the scheduler, an unattributed node loss blames that node (reason 'scheduler')."""
+    facts = SchedulerFacts(job_state="NODE_FAIL", node_states={Host("n2"): "DOWN*", Host("n1"): "ALLOCATED"})
+    v = verdict("slurmstepd-n1: error: *** STEP 4.0 ON n1 CANCELLED AT 2026 DUE TO NODE FAILURE ***\n",
+                patterns, rc=143, facts=facts, allocation=expand_hosts("n[1-3]"))
+    assert names(v.blamed_hosts) == ["n2"]
+    assert v.blamed[0].reason == "scheduler"
+    assert "scheduler reports n2 down" in v.reason
+
+
+def test_scheduler_alone_never_blames_when_the_failure_is_not_a_node_fault(patterns: PatternSet) -> None:
+    """A DOWN node does not turn an ENOSPC failure into a node fault."""
+    facts = SchedulerFacts(node_states={Host("n2"): "DOWN"})
+    v = verdict("OSError: [Errno 28] No space left on device\n", patterns, rc=1, facts=facts)
+    assert v.failure_class is FailureClass.TRANSIENT_IO and v.blamed_hosts == ()
+
+
+def test_oom_explains_killed_ranks(patterns: PatternSet) -> None:
+    """Ranks SIGKILLed by the OOM killer are an OOM, not a node fault."""
+    v = verdict("Out of memory: Killed process 4242 (python)\nsrun: error: n2: task 1: Killed\n", patterns, rc=137)
+    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == ()
+
+
+def test_every_host_killed_names_no_victim(patterns: PatternSet) -> None:
+    """Killed ranks on every host of the job (a job-wide kill) blame nobody."""
+    text = "srun: error: n2: task 1: Killed\nsrun: error: n1: task 0: Killed\n"
+    assert verdict(text, patterns, rc=137).blamed_hosts == ()
+    assert verdict(text, patterns, rc=137, allocation=expand_hosts("n[1-2]")).blamed_hosts == ()
+    # With a third active host that was not killed, the two killed hosts are the victims.
+    three = verdict(text, patterns, rc=137, allocation=expand_hosts("n[1-3]"))
+    assert names(three.blamed_hosts) == ["n2", "n1"]
+
+
+def test_invalid_host_text_is_never_blamed(patterns: PatternSet) -> None:
+    """A root line whose host field is not a host name blames nobody."""
+    v = verdict("srun: error: Node failure on n1;reboot\n", patterns, rc=1)
+    assert v.blamed_hosts == ()
+
+
+def test_success(patterns: PatternSet) -> None:
+    """Exit 0 with clean per-rank exits is success."""
+    v = verdict("x1: rank 0 exited with code 0\n", patterns, rc=0)
+    assert v.failure_class is FailureClass.SUCCESS and not v.retryable
+
+
+def test_sigint_is_cancelled(patterns: PatternSet) -> None:
+    """Exit 130 (SIGINT) with nothing else is cancelled, not retried."""
+    v = verdict("", patterns, rc=130)
+    assert v.failure_class is FailureClass.CANCELLED and not v.retryable
+
+
+@pytest.mark.parametrize(
+    ("rc", "code", "sig"),
+    [(0, 0, None), (1, 1, None), (137, None, 9), (143, None, 15), (-9, None, 9), (-15, None, 15), (255, 255, None)],
+)
+def test_exit_status_reading(rc: int, code: int | None, sig: int | None) -> None:
+    """Return codes: negative is Popen's signal, 129..192 the shell's 128+N, the rest exit codes."""
+    status = ExitStatus.from_rc(rc)
+    assert (status.code, status.signal) == (code, sig)
+
+
+def test_every_failure_class_has_an_operational_meaning() -> None:
+    """Each class answers retry? and exclude?; only node faults exclude hosts."""
+    excluding = {c for c in FailureClass if c.excludes_hosts}
+    assert excluding == {FailureClass.NODE_LOSS, FailureClass.RANK_KILLED, FailureClass.GPU_HW}
+    assert not FailureClass.USER_ERROR.retryable and FailureClass.TRANSIENT_IO.retryable
+    assert len(FailureClass) == 12

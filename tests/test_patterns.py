@@ -1,0 +1,137 @@
+"""Pattern packs: shipped as data, validated on load, extensible by sites."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from hotspare import PatternError, PatternSet, Role, load_patterns, scan
+from hotspare.patterns import load_pack_text
+from hotspare.patterns.check import check_pack
+
+REQUIRED_PACKS = {
+    "pals", "slurm", "hydra", "openmpi", "nccl", "gloo", "torchrun", "pbs", "kernel", "python", "filesystem",
+}
+
+SITE_PACK = """
+[pack]
+name = "site"
+doc = "A site's own messages."
+
+[[pattern]]
+name = "healthcheck_failed"
+regex = 'NHC: (?P<host>[a-z0-9]+) failed health check'
+class = "node_loss"
+role = "root"
+host = "host"
+doc = "The site's node health check failed."
+examples = [{ line = "NHC: c042 failed health check", host = "c042" }]
+"""
+
+
+def test_required_packs_ship(patterns: PatternSet) -> None:
+    """Every pack the issue names ships inside the package."""
+    assert set(patterns.packs) >= REQUIRED_PACKS
+
+
+def test_every_pattern_is_documented_and_exemplified(patterns: PatternSet) -> None:
+    """Each pattern has a doc line and at least one example it matches."""
+    for pat in patterns.patterns:
+        assert pat.doc.strip(), pat.qualname
+        assert any(e.matches for e in pat.examples), pat.qualname
+        if pat.role in (Role.ROOT, Role.CASCADE):
+            assert pat.failure_class is not None, pat.qualname
+
+
+@pytest.mark.parametrize("pack", sorted(REQUIRED_PACKS | {"progress", "arvados"}))
+def test_pack_examples_pass(patterns: PatternSet, pack: str) -> None:
+    """Each shipped pack matches its own examples, with the right hosts, and none of its non-examples."""
+    problems, checked = check_pack(patterns.pack(pack))
+    assert checked > 0
+    assert problems == []
+
+
+def test_check_pack_reports_a_wrong_example() -> None:
+    """The example checker really fails a pattern whose example names another host."""
+    bad = SITE_PACK.replace('host = "c042" }', 'host = "c043" }')
+    problems, _ = check_pack(load_pack_text(bad, "test"))
+    assert len(problems) == 1 and "c043" in problems[0]
+
+
+def test_site_pack_from_directory_and_env(tmp_path: Path) -> None:
+    """A site pack in a directory loads via the argument and via $HOTSPARE_PATTERNS."""
+    (tmp_path / "site.toml").write_text(SITE_PACK)
+    for loaded in (load_patterns([tmp_path], environ={}), load_patterns(environ={"HOTSPARE_PATTERNS": str(tmp_path)})):
+        assert "site" in loaded.packs
+        result = scan(b"NHC: c042 failed health check\n", loaded)
+        assert [e.host.name for e in result.evidence if e.host] == ["c042"]
+
+
+def test_site_pack_from_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed distribution's 'hotspare.patterns' entry point contributes its *.toml packs."""
+    pkg = tmp_path / "acme_packs"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "site.toml").write_text(SITE_PACK)
+    dist = tmp_path / "acme_packs-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-packs\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[hotspare.patterns]\nacme = acme_packs\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("acme_packs", None)
+    assert "site" in load_patterns(environ={}).packs
+
+
+BROKEN = {
+    "not toml": ("[pack\n", "not valid TOML"),
+    "no patterns": ('[pack]\nname="x"\ndoc="d"\n', "at least one"),
+    "bad class": (SITE_PACK.replace('"node_loss"', '"exploded"'), "unknown failure class 'exploded'"),
+    "bad role": (SITE_PACK.replace('role = "root"', 'role = "boss"'), "role must be one of"),
+    "bad regex": (SITE_PACK.replace("NHC: (?P<host>", "NHC: (?=(?P<host>"), "does not compile under RE2"),
+    "backreference": (SITE_PACK.replace("[a-z0-9]+) failed", "[a-z0-9]+)\\1 failed"), "does not compile under RE2"),
+    "missing group": (SITE_PACK.replace('host = "host"', 'host = "node"'), "not a named group"),
+    "no example": (SITE_PACK.replace('examples = [{ line = "NHC: c042 failed health check", host = "c042" }]', ""),
+                   "at least one example"),
+    "typo key": (SITE_PACK.replace("doc = \"The site", "dco = \"x\"\ndoc = \"The site"), "unknown keys"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_packs_are_refused_with_the_reason(case: str) -> None:
+    """A malformed pack raises PatternError whose message names the problem."""
+    text, message = BROKEN[case]
+    with pytest.raises(PatternError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        load_pack_text(textwrap.dedent(text), "site.toml")
+
+
+def test_cli_patterns_list_and_test() -> None:
+    """`patterns list` names the packs; `patterns test` passes; an unknown pack is one error line, exit 2."""
+    listing = run_cli("patterns", "list")
+    assert listing.returncode == 0 and "slurm" in listing.stdout and "srun_node_failure" in listing.stdout
+    tested = run_cli("patterns", "test")
+    assert tested.returncode == 0, tested.stdout
+    assert "FAILED" not in tested.stdout
+    one = run_cli("patterns", "test", "slurm")
+    assert one.returncode == 0 and one.stdout.startswith("slurm")
+    missing = run_cli("patterns", "test", "nosuchpack")
+    assert missing.returncode == 2
+    assert missing.stderr.count("\n") == 1 and missing.stderr.startswith("error: ")
+
+
+def test_cli_patterns_test_fails_on_a_bad_site_example(tmp_path: Path) -> None:
+    """`patterns test` exits non-zero when a site pack's example does not hold."""
+    (tmp_path / "site.toml").write_text(SITE_PACK.replace('host = "c042" }', 'host = "c999" }'))
+    result = run_cli("patterns", "test", "site", "--patterns", str(tmp_path))
+    assert result.returncode == 1
+    assert "c999" in result.stdout
+
+
+def test_cli_bad_pattern_dir_is_one_error_line(tmp_path: Path) -> None:
+    """A --patterns path that is not a directory is one error line and exit 2."""
+    result = run_cli("classify", "--patterns", str(tmp_path / "missing"), "-", stdin=b"x\n")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1

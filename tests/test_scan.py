@@ -1,0 +1,165 @@
+"""Scanner: any bytes in, evidence with line numbers out, in bounded memory and time."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hotspare import PatternSet, Scanner, scan
+from hotspare.scan import MAX_LINE_BYTES
+
+ROOT = b"x1921c7s1b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov: rank 12 died from signal 9\n"
+
+
+def _hits(result, pattern: str) -> list[tuple[int, str | None]]:  # type: ignore[no-untyped-def]
+    return [(e.line, e.host.name if e.host else None) for e in result.evidence if e.pattern == pattern]
+
+
+def test_line_numbers_are_one_based(patterns: PatternSet) -> None:
+    """Evidence carries the 1-based line number of the matching line."""
+    data = b"hello\nworld\n" + ROOT + b"bye\n"
+    result = scan(data, patterns)
+    assert _hits(result, "pals.rank_signal_9") == [(3, "x1921c7s1b0n0")]
+    assert result.lines == 4
+
+
+def test_ansi_escapes_inside_tokens_are_stripped(patterns: PatternSet) -> None:
+    """`\\e[36miter\\e[0m=42` is progress iter=42, and coloured error lines still match."""
+    data = (
+        b"[17:29:55][I] \x1b[36miter\x1b[0m=42 loss=1.0\n"
+        b"srun: error: \x1b[1;31mNode failure on n2\x1b[0m\n"
+        b"\x1b]0;window title\x07srun: error: n3: task 2: Terminated\n"
+    )
+    result = scan(data, patterns)
+    assert result.progress is not None and result.progress.last_step == 42
+    assert _hits(result, "slurm.srun_node_failure") == [(2, "n2")]
+    assert _hits(result, "slurm.srun_tasks_terminated") == [(3, "n3")]
+
+
+def test_invalid_utf8_and_nuls_do_not_break_matching(patterns: PatternSet) -> None:
+    """Invalid UTF-8 and NUL bytes are survived and do not hide a root line."""
+    data = b"\xff\xfe\xc3(garbage\x00\x00\n" + b"srun: error: Node fail\x00ure on n2\n" + b"\x80" * 100 + b"\n"
+    result = scan(data, patterns)
+    assert _hits(result, "slurm.srun_node_failure") == [(2, "n2")]
+
+
+def test_carriage_return_progress_lines(patterns: PatternSet) -> None:
+    """A progress bar redrawn with \\r counts as one line; the last redraw and a trailing error are seen."""
+    bar = b"".join(b"step=%d\r" % i for i in range(1000))
+    data = bar + b"step=1000\n" + b"srun: error: Node failure on n4\r\n"
+    result = scan(data, patterns)
+    assert result.lines == 2
+    assert result.progress is not None and result.progress.last_step == 1000
+    assert result.progress.last_line == 1
+    assert _hits(result, "slurm.srun_node_failure") == [(2, "n4")]
+
+
+def test_huge_line_is_bounded_and_later_lines_still_count(patterns: PatternSet) -> None:
+    """A 100 MB line is matched on its head only; the lines after it keep their numbers."""
+    scanner = Scanner(patterns)
+    scanner.feed(b"srun: error: Node failure on n2 ")
+    chunk = b"A" * (1 << 20)
+    for _ in range(100):
+        scanner.feed(chunk)
+    scanner.feed(b"\nsrun: error: n3: task 2: Terminated\n")
+    result = scanner.close()
+    assert result.truncated_lines == 1
+    assert _hits(result, "slurm.srun_node_failure") == [(1, "n2")]
+    assert _hits(result, "slurm.srun_tasks_terminated") == [(2, "n3")]
+    assert result.bytes_read > 100 << 20
+
+
+def test_memory_stays_bounded_on_a_huge_line(patterns: PatternSet) -> None:
+    """The scanner never holds more than about one segment limit of a newline-free stream."""
+    scanner = Scanner(patterns)
+    for _ in range(50):
+        scanner.feed(b"B" * (1 << 20))
+        assert len(scanner._pending) <= MAX_LINE_BYTES
+
+
+def test_feeding_in_any_pieces_gives_the_same_result(patterns: PatternSet) -> None:
+    """Block boundaries (mid-line, mid-escape-free token) do not change what is found or its line."""
+    data = (b"noise line\n" * 5 + b"\x1b[31m" + ROOT + b"rank 3 died from signal 15\n") * 3
+    whole = scan(data, patterns)
+    for size in (1, 3, 7, 64, 1000):
+        scanner = Scanner(patterns)
+        for i in range(0, len(data), size):
+            scanner.feed(data[i : i + size])
+        assert scanner.close().evidence == whole.evidence
+
+
+def test_streams_and_files(tmp_path, patterns: PatternSet) -> None:  # type: ignore[no-untyped-def]
+    """scan() reads paths, binary streams and bytes alike."""
+    path = tmp_path / "a.log"
+    path.write_bytes(ROOT)
+    from_path = scan(path, patterns)
+    assert from_path.evidence == scan(io.BytesIO(ROOT), patterns).evidence == scan(ROOT, patterns).evidence
+
+
+def test_repeats_are_counted_not_stored(patterns: PatternSet) -> None:
+    """100k identical cascade lines become one record with a count (bounded memory)."""
+    data = b"rank 88 died from signal 15\n" * 100_000
+    result = scan(data, patterns)
+    assert len(result.evidence) == 1
+    assert result.evidence[0].count == 100_000
+    assert result.evidence[0].line == 1
+
+
+def test_hostile_host_text_is_data_never_a_host(patterns: PatternSet) -> None:
+    """A host field holding shell syntax is recorded as text and never becomes a Host."""
+    data = b"srun: error: Node failure on n1;rm${IFS}-rf${IFS}/\nx" + "é".encode() * 200 + b": shepherd died from signal 9\n"
+    result = scan(data, patterns)
+    assert result.evidence, "the lines were matched"
+    for ev in result.evidence:
+        assert ev.host is None
+    assert any(ev.host_invalid and ev.host_text and ";" in ev.host_text for ev in result.evidence)
+
+
+def test_terminal_wrapped_line_is_rejoined(patterns: PatternSet) -> None:
+    """With --wrap-width, a root line wrapped mid-word at exactly that width is still matched, once."""
+    line = b"x1921c7s1b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov: rank 12 died from signal 9"
+    width = 40
+    wrapped = line[:width] + b"\n" + line[width:] + b"\n"
+    # Unwrapped, the fragment "nl.gov: rank 12 ..." would name a phantom host "nl".
+    assert _hits(scan(wrapped, patterns), "pals.rank_signal_9") == [(2, "nl")]
+    result = scan(wrapped, patterns, wrap_width=width)
+    assert _hits(result, "pals.rank_signal_9") == [(1, "x1921c7s1b0n0")]
+    unwrapped = scan(line + b"\n", patterns, wrap_width=width)
+    assert _hits(unwrapped, "pals.rank_signal_9") == [(1, "x1921c7s1b0n0")]
+
+
+def test_adversarial_backtracking_input_is_linear(patterns: PatternSet) -> None:
+    """Inputs that make backtracking engines explode (long runs of near-matches) scan quickly."""
+    evil = (b"srun: error: " + b"a:" * 30_000 + b"\n") * 20 + (b"slurmstepd-" * 5000 + b"\n") * 20
+    start = time.process_time()
+    scan(evil, patterns)
+    small = time.process_time() - start
+    # Linear: the same input 4x longer costs about 4x, not 16x; generous factor for noise.
+    start = time.process_time()
+    scan(evil * 4, patterns)
+    big = time.process_time() - start
+    assert big < max(small, 0.01) * 12
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=4096))
+def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
+    """Any byte string scans without error, and line numbers stay within the input."""
+    result = scan(data)
+    for ev in result.evidence:
+        assert 1 <= ev.line <= data.count(b"\n") + 1
+
+
+@settings(max_examples=30, deadline=5000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.binary(min_size=1, max_size=64), st.integers(min_value=1, max_value=160))
+def test_fuzz_long_lines_bounded(chunk: bytes, repeat_k: int) -> None:
+    """Lines up to ~10 MB of repeated random bytes scan, truncated, without error."""
+    line = (chunk * ((repeat_k * 65536) // len(chunk) + 1))[: repeat_k * 65536]
+    scanner = Scanner()
+    scanner.feed(line.replace(b"\n", b" ").replace(b"\r", b" "))
+    scanner.feed(b"\n" + ROOT)
+    result = scanner.close()
+    assert any(e.pattern == "pals.rank_signal_9" and e.line == 2 for e in result.evidence)
