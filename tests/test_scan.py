@@ -8,8 +8,11 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hotspare import PatternSet, Scanner, scan
+from hotspare import PatternSet, Scanner, load_patterns, scan
 from hotspare.scan import MAX_LINE_BYTES
+
+# Hypothesis tests cannot take function-scoped fixtures; load the packs once.
+PATTERNS = load_patterns(environ={})
 
 ROOT = b"x1921c7s1b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov: rank 12 died from signal 9\n"
 
@@ -70,6 +73,21 @@ def test_huge_line_is_bounded_and_later_lines_still_count(patterns: PatternSet) 
     assert _hits(result, "slurm.srun_node_failure") == [(1, "n2")]
     assert _hits(result, "slurm.srun_tasks_terminated") == [(2, "n3")]
     assert result.bytes_read > 100 << 20
+
+
+def test_huge_lines_in_a_file_keep_line_numbers(tmp_path, patterns: PatternSet) -> None:  # type: ignore[no-untyped-def]
+    """Through the pipelined file path, lines after several 3 MB lines keep exact numbers."""
+    path = tmp_path / "big.log"
+    with path.open("wb") as out:
+        for i in range(4):
+            out.write(b"srun: error: Node failure on n%d " % (i + 1) + b"x" * (3 << 20) + b"\n")
+            out.write(b"ordinary line\n" * 1000)
+        out.write(b"srun: error: n9: task 1: Killed\n")
+    result = scan(path, patterns)
+    assert result.truncated_lines == 4
+    assert _hits(result, "slurm.srun_node_failure") == [(1 + i * 1001, f"n{i + 1}") for i in range(4)]
+    assert _hits(result, "slurm.srun_tasks_killed") == [(4 * 1001 + 1, "n9")]
+    assert result.lines == 4 * 1001 + 1
 
 
 def test_memory_stays_bounded_on_a_huge_line(patterns: PatternSet) -> None:
@@ -148,7 +166,7 @@ def test_adversarial_backtracking_input_is_linear(patterns: PatternSet) -> None:
 @given(st.binary(max_size=4096))
 def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
     """Any byte string scans without error, and line numbers stay within the input."""
-    result = scan(data)
+    result = scan(data, PATTERNS)
     for ev in result.evidence:
         assert 1 <= ev.line <= data.count(b"\n") + 1
 
@@ -158,8 +176,40 @@ def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
 def test_fuzz_long_lines_bounded(chunk: bytes, repeat_k: int) -> None:
     """Lines up to ~10 MB of repeated random bytes scan, truncated, without error."""
     line = (chunk * ((repeat_k * 65536) // len(chunk) + 1))[: repeat_k * 65536]
-    scanner = Scanner()
+    scanner = Scanner(PATTERNS)
     scanner.feed(line.replace(b"\n", b" ").replace(b"\r", b" "))
     scanner.feed(b"\n" + ROOT)
     result = scanner.close()
     assert any(e.pattern == "pals.rank_signal_9" and e.line == 2 for e in result.evidence)
+
+
+ESCAPES = [b"\x1b[0m", b"\x1b[36m", b"\x1b[1;31m", b"\x1b]0;title\x07", b"\x1b[2K", b"\x1bM", b"\x00"]
+EXAMPLES = [(p.qualname, ex.line) for p in PATTERNS.event_patterns for ex in p.examples if ex.matches and not p.host_from]
+
+
+def _boundaries(line: bytes) -> list[int]:
+    """Offsets where a colouriser may put an escape: anywhere but inside a word (between two alphanumerics)."""
+    return [i for i in range(len(line) + 1) if not (0 < i < len(line) and line[i - 1 : i].isalnum() and line[i : i + 1].isalnum())]
+
+
+@settings(max_examples=300, deadline=2000)
+@given(st.sampled_from(EXAMPLES), st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(ESCAPES)), max_size=6))
+def test_escapes_at_word_boundaries_never_hide_a_match(example: tuple[str, str], inserts: list[tuple[int, bytes]]) -> None:
+    """Every pattern example yields the same evidence with escapes and NULs inserted at any word boundaries
+    (the prefilter runs on raw bytes and must tolerate them where colourisers put them)."""
+    qualname, text = example
+    line = text.encode("utf-8")
+    clean = [(e.pattern, e.host) for e in scan(line + b"\n", PATTERNS).evidence if e.pattern == qualname]
+    assert clean, "the example matches when clean"
+    cuts = _boundaries(line)
+    # Escapes go between the original bytes (never inside one another), as a terminal emits them.
+    for cut, seq in sorted(((cuts[offset % len(cuts)], seq) for offset, seq in inserts), reverse=True):
+        line = line[:cut] + seq + line[cut:]
+    dirty = [(e.pattern, e.host) for e in scan(line + b"\n", PATTERNS).evidence if e.pattern == qualname]
+    assert dirty == clean
+
+
+def test_osc_title_strings_do_not_hide_a_match(patterns: PatternSet) -> None:
+    """A line holding an OSC string (window title) is always checked exactly."""
+    line = b"\x1b]0;user@login: ~/run\x07srun: error: Node failure on \x1b]2;x\x07n2\n"
+    assert _hits(scan(line, patterns), "slurm.srun_node_failure") == [(1, "n2")]

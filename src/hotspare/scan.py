@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -136,8 +137,20 @@ class Scanner:
 
     def feed(self, data: bytes) -> list[Evidence]:
         """Scan ``data``; return the evidence found in the lines it completed."""
-        self._bytes += len(data)
         found: list[Evidence] = []
+        for block in self.blocks(data):
+            self.apply(block, self.search(block), found)
+        return found
+
+    def blocks(self, data: bytes) -> Iterator[Block]:
+        """Cut ``data`` (with what is pending) into prepared blocks of whole segments.
+
+        Stage one of three: ``blocks`` and ``apply`` run in order on one thread;
+        ``search`` is pure and spends its time in RE2 without the GIL, so
+        :func:`scan` runs it for one block while preparing the next.
+        """
+        self._bytes += len(data)
+        strip = self.wrap_width is not None
         buf = self._pending + data if self._pending else data
         cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
         if cut >= 0:
@@ -145,21 +158,43 @@ class Scanner:
             if self._skipping:
                 head = self._end_skip(head)
             if head:
-                self._block(head, found)
+                yield _prepare(head, count_lines=True, strip=strip)
         if self._skipping:
             buf = b""
         elif len(buf) > self.max_line_bytes:
             self._truncated += 1
-            self._block(buf[: self.max_line_bytes] + b"\n", found, count_lines=False)
+            yield _prepare(buf[: self.max_line_bytes] + b"\n", count_lines=False, strip=strip)
             buf, self._skipping = b"", True
         self._pending = buf
-        return found
+
+    def search(self, block: Block) -> Spans:
+        """Candidate lines and progress lines of a block (pure; no scanner state)."""
+        candidates = list(_candidates(self.patterns.event_prefilter, block.text))
+        progress = self.patterns.progress_prefilter
+        first = progress.search(block.text) if progress is not None else None
+        if first is None:
+            return Spans(candidates, None, None)
+        return Spans(candidates, first.start(), _last_candidate(progress, block.text))
+
+    def apply(self, block: Block, spans: Spans, found: list[Evidence]) -> None:
+        """Match the candidate lines, in order, and advance the line count."""
+        text = block.text
+        counter = _LineCounter(block.raw, self._lines)
+        for start, end in spans.candidates:
+            line = _clean(text[start:end])
+            self._match_line(line, counter.at(start), found, after=self._continues(text, start))
+        if self.wrap_width:
+            self._unwrap(text, counter, found)
+        if spans.progress_first is not None and spans.progress_last is not None:
+            self._track_progress(text, counter, spans.progress_first, spans.progress_last)
+        if block.count_lines:
+            self._lines = counter.at(len(block.raw)) - 1
 
     def close(self) -> ScanResult:
         """Scan what is left (a last line without a newline) and return the result."""
         if self._pending:
-            found: list[Evidence] = []
-            self._block(self._pending + b"\n", found)
+            block = _prepare(self._pending + b"\n", count_lines=True, strip=self.wrap_width is not None)
+            self.apply(block, self.search(block), [])
             self._pending = b""
         return ScanResult(
             evidence=self._records.result(),
@@ -171,29 +206,10 @@ class Scanner:
         )
 
     def _end_skip(self, head: bytes) -> bytes:
-        """Drop the tail of an over-long line up to its first break."""
-        brk = min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0)
-        if head[brk : brk + 1] == b"\n":
-            self._lines += 1
+        """Drop the tail of an over-long line up to (not including) its first break,
+        so the break is still counted, in order, by :meth:`apply`."""
         self._skipping = False
-        return head[brk + 1 :]
-
-    def _block(self, raw: bytes, found: list[Evidence], *, count_lines: bool = True) -> None:
-        """Match a run of complete segments; ``raw`` ends with a line break."""
-        if b"\x1b" in raw:
-            raw = _ANSI.sub(b"", raw)
-        if b"\x00" in raw:
-            raw = raw.replace(b"\x00", b"")
-        text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
-        counter = _LineCounter(raw, self._lines)
-        for start, end in _candidates(self.patterns.event_prefilter, text):
-            self._match_line(text[start:end], counter.at(start), found, after=self._continues(text, start))
-        if self.wrap_width:
-            self._unwrap(text, counter, found)
-        if self.patterns.progress_prefilter is not None:
-            self._track_progress(text, counter)
-        if count_lines:
-            self._lines += raw.count(b"\n")
+        return head[min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0) :]
 
     def _continues(self, text: bytes, start: int) -> bool:
         """Whether the line at ``start`` continues a line wrapped at ``wrap_width``."""
@@ -246,16 +262,51 @@ class Scanner:
             if b - 1 - a == width:
                 self._wrap_prev = (counter.at(a), text[a : b - 1])
 
-    def _track_progress(self, text: bytes, counter: _LineCounter) -> None:
-        prefilter = self.patterns.progress_prefilter
-        first = prefilter.search(text)
-        if first is None:
-            return
-        last_start, last_end = _last_candidate(prefilter, text)
-        line = text[last_start:last_end]
+    def _track_progress(self, text: bytes, counter: _LineCounter, first: int, last: tuple[int, int]) -> None:
+        line = _clean(text[last[0] : last[1]])
         step = _step(self.patterns.progress_patterns, line)
-        first_line = self._progress.first_line if self._progress else counter.at(first.start())
-        self._progress = Progress(first_line, counter.at(last_start), _show(line), step)
+        if step is None and not any(p.compiled.search(line) for p in self.patterns.progress_patterns):
+            return  # the relaxed prefilter over-matched
+        first_line = self._progress.first_line if self._progress else counter.at(first)
+        self._progress = Progress(first_line, counter.at(last[0]), _show(line), step)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Whole segments ready to match: ``raw`` as read (escapes kept unless the
+    scanner rejoins wrapped lines, which needs visible widths), and ``text``, the
+    same bytes with ``\\r`` turned into ``\\n`` so every segment is a line."""
+
+    raw: bytes
+    text: bytes
+    count_lines: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """What the prefilters found in a block: candidate lines and progress lines."""
+
+    candidates: list[tuple[int, int]]
+    progress_first: int | None
+    progress_last: tuple[int, int] | None
+
+
+def _prepare(raw: bytes, *, count_lines: bool, strip: bool) -> Block:
+    """Make a block. Escapes stay in place: the prefilters tolerate them (see
+    :mod:`hotspare.patterns.relax`) and only candidate lines are cleaned."""
+    if strip:
+        raw = _clean(raw)
+    elif b"\x00" in raw:
+        raw = raw.replace(b"\x00", b"")
+    text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
+    return Block(raw, text, count_lines)
+
+
+def _clean(line: bytes) -> bytes:
+    """Bytes as a terminal shows them: escapes and NULs removed."""
+    if b"\x1b" in line:
+        line = _ANSI.sub(b"", line)
+    return line.replace(b"\x00", b"") if b"\x00" in line else line
 
 
 class _LineCounter:
@@ -341,23 +392,32 @@ def scan(
     *,
     wrap_width: int | None = None,
 ) -> ScanResult:
-    """Scan a whole input: a path (``"-"`` is stdin), raw bytes, or a binary stream."""
+    """Scan a whole input: a path, raw bytes, or a binary stream (e.g. ``sys.stdin.buffer``)."""
     scanner = Scanner(patterns, wrap_width=wrap_width)
     if isinstance(source, bytes):
         scanner.feed(source)
         return scanner.close()
     if isinstance(source, (str, Path)):
-        return _scan_path(scanner, Path(source))
-    for block in iter(lambda: source.read(BLOCK_BYTES), b""):
-        scanner.feed(block)
-    return scanner.close()
+        try:
+            with Path(source).open("rb") as stream:
+                return _scan_stream(scanner, stream)
+        except OSError as exc:
+            raise InputError(str(source), exc.strerror or str(exc)) from exc
+    return _scan_stream(scanner, source)
 
 
-def _scan_path(scanner: Scanner, path: Path) -> ScanResult:
-    try:
-        with path.open("rb") as stream:
-            for block in iter(lambda: stream.read(BLOCK_BYTES), b""):
-                scanner.feed(block)
-    except OSError as exc:
-        raise InputError(str(path), exc.strerror or str(exc)) from exc
+def _scan_stream(scanner: Scanner, stream: IO[bytes]) -> ScanResult:
+    """Read, prepare and apply on this thread while a helper thread runs the RE2
+    prefilter over the previous block (RE2 releases the GIL). At most two
+    blocks are in flight, so memory stays bounded."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-scan") as pool:
+        inflight: tuple[Block, Future[Spans]] | None = None
+        for data in iter(lambda: stream.read(BLOCK_BYTES), b""):
+            for block in scanner.blocks(data):
+                ahead = (block, pool.submit(scanner.search, block))
+                if inflight is not None:
+                    scanner.apply(inflight[0], inflight[1].result(), [])
+                inflight = ahead
+        if inflight is not None:
+            scanner.apply(inflight[0], inflight[1].result(), [])
     return scanner.close()

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Benchmark: `hotspare scrape` against `grep -E -c` with the same patterns on one big log.
+
+Generates a synthetic log of a 10,000-rank job (interleaved, partly coloured
+rank output with progress lines, a traceback from every rank, one root line,
+then a teardown cascade from every rank), writes the shipped patterns as one
+ERE file for grep, and times both tools on the same file, alternating, after
+one warm-up read. Prints a table and, as the last line:
+
+    ratio=<hotspare MB/s / grep MB/s> rss_mb=<peak RSS of hotspare>
+
+Usage: python benchmarks/scan_vs_grep.py [--size-mb 1024] [--rounds 3] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hotspare import Host, HostError, load_patterns
+
+RANKS = 10_000
+HOSTS = 834  # 12 ranks per node, Aurora-style
+ROOT_HOST = "x4102c5s3b0n0"
+
+
+def host(rank: int) -> str:
+    return f"x4{100 + rank // 12 // 64:03d}c{(rank // 12) % 8}s{(rank // 12) % 7}b0n0"
+
+
+def rank_line(rng: random.Random, step: int) -> str:
+    rank = rng.randrange(RANKS)
+    kind = rng.randrange(6)
+    if kind == 0:
+        return f"[2026-11-29 10:00:{step % 60:02d}][I][ezpz/history:1765:log_metrics] \x1b[36miter\x1b[0m={step} loss={rng.random():.6f} dt=0.3729 rank={rank}\n"
+    if kind == 1:
+        return f"{host(rank)}.hsn.cm.aurora.alcf.anl.gov {rank}: [rank{rank}] data loader worker {rank % 8} prefetched {rng.randrange(10**6)} bytes\n"
+    if kind == 2:
+        return f"[rank{rank}]: grad_norm={rng.random():.4f} lr=0.000{rng.randrange(100)} tokens/s={rng.randrange(10**5)} mem={rng.random() * 64:.2f}GB\n"
+    if kind == 3:
+        return f"2026-11-29T10:00:00.{rng.randrange(1000):03d} INFO  torch.distributed [rank{rank}] all-reduce bucket {rng.randrange(500)} done in {rng.random():.3f} ms\n"
+    if kind == 4:
+        return f"\x1b[32m[rank{rank}]\x1b[0m checkpoint shard {rng.randrange(1000)} of step {step} written to /lus/flare/projects/x/ckpt/step-{step}/shard-{rank}.pt\n"
+    return f"[rank{rank}]: {'#' * rng.randrange(10, 60)} {rng.randrange(100)}% |{'=' * rng.randrange(30)}>\n"
+
+
+def traceback(rank: int) -> str:
+    return (
+        f"[rank{rank}]: Traceback (most recent call last):\n"
+        f'[rank{rank}]:   File "/lus/flare/projects/x/train.py", line 812, in <module>\n'
+        f"[rank{rank}]:     main()\n"
+        f'[rank{rank}]:   File "/lus/flare/projects/x/train.py", line 640, in train_step\n'
+        f"[rank{rank}]:     dist.all_reduce(t)\n"
+        f"[rank{rank}]: RuntimeError: Connection reset by peer (rank {rank} lost its neighbour)\n"
+    )
+
+
+def generate(path: Path, size: int) -> None:
+    rng = random.Random(42)
+    written = 0
+    step = 0
+    with path.open("w", encoding="utf-8", newline="") as out:
+        body_target = size - RANKS * 420
+        while written < body_target:
+            block = "".join(rank_line(rng, step + i // 64) for i in range(4096))
+            step += 64
+            out.write(block)
+            written += len(block.encode())
+        out.write(f"{ROOT_HOST}.hsn.cm.aurora.alcf.anl.gov: rank 1234 died from signal 9\n")
+        for rank in range(RANKS):
+            out.write(traceback(rank))
+        for rank in range(RANKS):
+            out.write(f"{host(rank)}.hsn.cm.aurora.alcf.anl.gov: rank {rank} died from signal 15\n")
+
+
+def ere(regex: str) -> str | None:
+    """An RE2 pattern as GNU ERE, or None when it cannot be written in ERE."""
+    text = regex.replace("(?i)", "")
+    text = re.sub(r"\(\?P<[A-Za-z_]\w*>", "(", text).replace("(?:", "(")
+    return None if "(?" in text else text
+
+
+def run(argv: list[str], path: Path) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS in MB, and stdout of one run.
+
+    Peak RSS is the child's own VmHWM, polled from /proc until it exits:
+    wait4's ru_maxrss would also count this (larger) Python parent's pages,
+    which the child carries until its exec.
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([*argv, str(path)], stdout=out, stderr=err)
+        peak_kb = 0
+        while proc.poll() is None:
+            peak_kb = max(peak_kb, _hwm_kb(proc.pid))
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"error: {argv[0]} failed ({proc.returncode}): {stderr[:200]}")
+    return elapsed, peak_kb / 1024, stdout.strip()
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass  # the process has just exited
+    return 0
+
+
+def _names_root(output: str) -> bool:
+    try:
+        return [Host(line) for line in output.splitlines()] == [Host(ROOT_HOST)]
+    except HostError:
+        return False
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="hotspare-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "job.log"
+    if not log.exists() or log.stat().st_size < args.size_mb << 20:
+        print(f"generating {args.size_mb} MB log in {log} ...", flush=True)
+        generate(log, args.size_mb << 20)
+    size_mb = log.stat().st_size / (1 << 20)
+
+    regexes = [p.regex for p in load_patterns().patterns]
+    converted = [e for e in map(ere, regexes) if e]
+    patfile = workdir / "patterns.ere"
+    patfile.write_text("\n".join(converted) + "\n")
+    hotspare = str(Path(sys.executable).with_name("hotspare"))
+    tools = {
+        "hotspare": [hotspare, "scrape"],
+        "grep": ["grep", "-E", "-c", "-f", str(patfile)],
+    }
+    subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    times: dict[str, list[float]] = {name: [] for name in tools}
+    rss: dict[str, float] = {name: 0.0 for name in tools}
+    outputs: dict[str, str] = {}
+    for _ in range(args.rounds):
+        for name, argv in tools.items():
+            elapsed, peak, out = run(argv, log)
+            times[name].append(elapsed)
+            rss[name] = max(rss[name], peak)
+            outputs[name] = out
+
+    print(f"log: {size_mb:.0f} MB, {RANKS} ranks; patterns: {len(regexes)} shipped, {len(converted)} as ERE for grep")
+    print(f"{'tool':<10} {'median s':>9} {'MB/s':>8} {'peak RSS MB':>12}  output")
+    rate = {}
+    for name in tools:
+        med = statistics.median(times[name])
+        rate[name] = size_mb / med
+        print(f"{name:<10} {med:>9.2f} {rate[name]:>8.1f} {rss[name]:>12.1f}  {outputs[name][:60]!r}")
+    if not _names_root(outputs["hotspare"]):
+        print(f"error: hotspare scrape named {outputs['hotspare']!r}, expected {ROOT_HOST!r}", file=sys.stderr)
+        return 1
+    if not args.keep and not args.dir:
+        log.unlink()
+        patfile.unlink()
+        workdir.rmdir()
+    print(f"ratio={rate['hotspare'] / rate['grep']:.2f} rss_mb={rss['hotspare']:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

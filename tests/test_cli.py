@@ -1,0 +1,107 @@
+"""The `hotspare` command, run as a real subprocess: outputs, JSON contract, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "logs"
+KEYS = {"source", "failure_class", "blamed_hosts", "mentioned_hosts", "retryable", "exclude_hosts", "reason", "evidence"}
+
+
+def test_classify_json_one_object_per_file() -> None:
+    """--json prints one object per input file, one per line, with the documented keys."""
+    logs = [str(EXAMPLES / "sunspot-node-kill.log"), str(EXAMPLES / "sunspot-enospc.log")]
+    result = run_cli("classify", "--json", "--rc", "143", *logs)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["source"] for r in records] == logs
+    assert all(set(r) >= KEYS for r in records)
+    kill, enospc = records
+    assert kill["failure_class"] == "rank_killed" and kill["blamed_hosts"] == ["x1921c7s1b0n0"]
+    assert kill["exclude_hosts"] == ["x1921c7s1b0n0"] and kill["mentioned_hosts"] == ["x1921c7s0b0n0"]
+    expected = {"line": 5, "pattern": "pals.rank_signal_9", "role": "root", "host": "x1921c7s1b0n0"}
+    assert kill["evidence"][0].items() >= expected.items()
+    assert enospc["failure_class"] == "transient_io" and enospc["retryable"] is True
+    assert enospc["blamed_hosts"] == [] and enospc["exclude_hosts"] == []
+
+
+def test_classify_table_is_readable() -> None:
+    """The default output is a table naming the class, the blamed host and the evidence lines."""
+    result = run_cli("classify", "--hostfile", str(EXAMPLES / "slurm-node-crash.hosts"), str(EXAMPLES / "slurm-node-crash.log"))
+    assert result.returncode == 0
+    assert "node_loss" in result.stdout
+    assert "blamed     n2" in result.stdout
+    assert "slurm.srun_node_failure" in result.stdout
+
+
+def test_classify_reads_stdin() -> None:
+    """'-' reads the log from standard input."""
+    result = run_cli("classify", "--json", "-", stdin=b"srun: error: nid001321: tasks 4-7: Killed\n")
+    record = json.loads(result.stdout)
+    assert record["source"] == "-" and record["blamed_hosts"] == ["nid001321"]
+
+
+def test_classify_allocation_makes_others_foreign() -> None:
+    """--hosts: a host outside the allocation is foreign, never blamed."""
+    result = run_cli("classify", "--json", "--hosts", "n[1-4]", "-", stdin=b"srun: error: Node failure on n9\n")
+    record = json.loads(result.stdout)
+    assert record["blamed_hosts"] == [] and record["foreign_hosts"] == ["n9"]
+
+
+def test_missing_file_is_one_error_line_and_others_still_reported(tmp_path: Path) -> None:
+    """A missing log gives one 'error:' line and exit 2; the readable logs are still classified."""
+    result = run_cli("classify", "--json", str(tmp_path / "missing.log"), str(EXAMPLES / "slurm-node-crash.log"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "missing.log" in result.stderr
+    assert json.loads(result.stdout)["blamed_hosts"] == ["n2"]
+
+
+def test_unreadable_inputs_exit_2(tmp_path: Path) -> None:
+    """A directory, a bad hostlist or a missing hostfile: one error line, exit 2."""
+    for args in (
+        ["classify", str(tmp_path)],
+        ["classify", "--hosts", "n[1-", str(EXAMPLES / "slurm-node-crash.log")],
+        ["classify", "--hostfile", str(tmp_path / "nohosts"), str(EXAMPLES / "slurm-node-crash.log")],
+        ["scrape", str(tmp_path / "missing.log")],
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, args
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, (args, result.stderr)
+
+
+def test_scrape_prints_blamed_hosts_as_the_allocation_writes_them() -> None:
+    """scrape prints one host per line in the hostfile's own form (string-comparable), exit 0."""
+    log = str(EXAMPLES / "sunspot-node-kill.log")
+    plain = run_cli("scrape", "--machine", "sunspot", log)
+    assert plain.returncode == 0
+    assert plain.stdout == "x1921c7s1b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov\n"
+    hostfile = str(EXAMPLES / "sunspot-node-kill.hosts")
+    with_alloc = run_cli("scrape", "--hostfile", hostfile, log)
+    assert with_alloc.stdout.strip() in Path(hostfile).read_text().split()
+
+
+def test_scrape_prints_nothing_when_no_host_is_named() -> None:
+    """Like the seed's attempt logs: nothing named, nothing printed, exit 0 (never a guess)."""
+    result = run_cli("scrape", str(EXAMPLES / "sunspot-enospc.log"))
+    assert result.returncode == 0 and result.stdout == ""
+
+
+def test_hostile_host_text_is_never_executed_or_printed(tmp_path: Path) -> None:
+    """A log naming `n1;touch PWNED` blames nobody and nothing runs."""
+    marker = tmp_path / "PWNED"
+    line = f"srun: error: Node failure on n1;touch${{IFS}}{marker}\n".encode()
+    result = run_cli("scrape", "-", stdin=line)
+    assert result.returncode == 0 and result.stdout == ""
+    assert not marker.exists()
+    record = json.loads(run_cli("classify", "--json", "-", stdin=line).stdout)
+    assert record["blamed_hosts"] == []
+    assert record["evidence"][0]["host"] is None and ";" in record["evidence"][0]["host_text"]
+
+
+def test_usage_error_exit_code() -> None:
+    """An unknown subcommand is a usage error (argparse's exit 2)."""
+    assert run_cli("frobnicate").returncode == 2
