@@ -202,3 +202,33 @@ def test_every_failure_class_has_an_operational_meaning() -> None:
     assert excluding == {FailureClass.NODE_LOSS, FailureClass.RANK_KILLED, FailureClass.GPU_HW}
     assert not FailureClass.USER_ERROR.retryable and FailureClass.TRANSIENT_IO.retryable
     assert len(FailureClass) == 12
+
+
+def test_open_mpi_lost_daemon_forms(patterns: PatternSet) -> None:
+    """ORTE 1.x-3.x names the lost node on a 'hostname:' row under its heading; a stray row names nobody."""
+    block = (
+        "ORTE has lost communication with its daemon located on node:\n\n  hostname:  slwrk-067\n\n"
+        "This is usually due to either a failure of the TCP network\n"
+    )
+    v = verdict(block, patterns, rc=1)
+    assert v.failure_class is FailureClass.NODE_LOSS and names(v.blamed_hosts) == ["slwrk-067"]
+    assert verdict("  hostname:  slwrk-067\n", patterns, rc=1).blamed_hosts == ()
+    prrte = "PRTE has lost communication with a remote daemon.\n  Remote daemon: [prterun-master-0-34@0,1] on node worker7\n"
+    assert names(verdict(prrte, patterns, rc=1).blamed_hosts) == ["worker7"]
+
+
+def test_open_mpi_5_wrapped_notice(patterns: PatternSet) -> None:
+    """Open MPI 5 wraps 'noticed ... exited on' / 'signal 9 (Killed).' over two lines; the host is still named."""
+    text = "prterun noticed that process rank 2 with PID 99 on node cpu155 exited on\nsignal 9 (Killed).\n"
+    v = verdict(text, patterns, rc=137)
+    assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["cpu155"]
+    segv = "prterun noticed that process rank 2 with PID 99 on node cpu155 exited on\nsignal 11 (Segmentation fault).\n"
+    assert verdict(segv, patterns, rc=139).blamed_hosts == ()
+
+
+def test_hydra_bad_termination_needs_the_running_at_line_just_above(patterns: PatternSet) -> None:
+    """'EXIT CODE: 9' takes its host from the 'RUNNING AT' line above it, and only from there."""
+    near = "=   PID 897 RUNNING AT n2\n=   EXIT CODE: 9\n"
+    assert names(verdict(near, patterns, rc=9).blamed_hosts) == ["n2"]
+    far = "=   PID 897 RUNNING AT n2\n" + "noise\n" * 10 + "=   EXIT CODE: 9\n"
+    assert verdict(far, patterns, rc=9).blamed_hosts == ()

@@ -187,9 +187,13 @@ ESCAPES = [b"\x1b[0m", b"\x1b[36m", b"\x1b[1;31m", b"\x1b]0;title\x07", b"\x1b[2
 EXAMPLES = [(p.qualname, ex.line) for p in PATTERNS.event_patterns for ex in p.examples if ex.matches and not p.host_from]
 
 
+def _word(byte: bytes) -> bool:
+    return byte.isalnum() or byte == b"_"
+
+
 def _boundaries(line: bytes) -> list[int]:
-    """Offsets where a colouriser may put an escape: anywhere but inside a word (between two alphanumerics)."""
-    return [i for i in range(len(line) + 1) if not (0 < i < len(line) and line[i - 1 : i].isalnum() and line[i : i + 1].isalnum())]
+    """Offsets where a colouriser may put an escape: anywhere but inside a word (letters, digits, '_')."""
+    return [i for i in range(len(line) + 1) if not (0 < i < len(line) and _word(line[i - 1 : i]) and _word(line[i : i + 1]))]
 
 
 @settings(max_examples=300, deadline=2000)

@@ -133,7 +133,7 @@ class Scanner:
         self._wrap_prev: tuple[int, bytes] | None = None
         # Last line and host of each pattern some other pattern takes its host from.
         self._recent: dict[str, tuple[int, Host | None, str | None]] = {}
-        self._sources = {p.host_from for p in self.patterns.patterns if p.host_from}
+        self._sources = {ref for p in self.patterns.patterns for ref in (p.host_from, p.after) if ref}
 
     def feed(self, data: bytes) -> list[Evidence]:
         """Scan ``data``; return the evidence found in the lines it completed."""
@@ -224,7 +224,7 @@ class Scanner:
     ) -> None:
         """Match one line; ``only_across`` keeps matches spanning that offset, ``after``
         drops matches starting at column 0 (the head of a wrapped line's fragment)."""
-        indices = self.patterns.event_set.Match(line)
+        indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
         for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
@@ -237,7 +237,11 @@ class Scanner:
                 found.append(ev)
 
     def _adopt_host(self, evidence: Iterable[Evidence], pattern: Pattern) -> Iterator[Evidence]:
+        """Apply ``host_from`` (take the host of a line just above) and ``after``
+        (count only under a heading just above)."""
         for ev in evidence:
+            if pattern.after and not self._near(pattern.after, ev.line, pattern.within):
+                continue
             if ev.pattern in self._sources:
                 self._recent[ev.pattern] = (ev.line, ev.host, ev.host_text)
             recent = self._recent.get(pattern.host_from) if pattern.host_from else None
@@ -245,6 +249,10 @@ class Scanner:
                 yield replace(ev, host=recent[1], host_text=recent[2])
             else:
                 yield ev
+
+    def _near(self, name: str, line: int, within: int) -> bool:
+        recent = self._recent.get(name)
+        return recent is not None and 0 <= line - recent[0] <= within
 
     def _unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence]) -> None:
         """Match lines a terminal wrapped at exactly ``wrap_width`` joined to the next line.

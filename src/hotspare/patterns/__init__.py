@@ -112,6 +112,10 @@ class Pattern:
     #: when that pattern matched at most ``within`` lines earlier: for
     #: messages that name the host on one line and the cause on the next.
     host_from: str | None
+    #: Name (in the same pack) of a pattern that must have matched at most
+    #: ``within`` lines earlier for this one to count: a generic row (a
+    #: ``hostname:`` line) that means something only under a given heading.
+    after: str | None
     within: int
     doc: str
     examples: tuple[Example, ...]
@@ -194,8 +198,9 @@ def load_pack_text(text: str, source: str) -> Pack:
     patterns = tuple(_pattern(name, _table(p, source, "[[pattern]]"), source) for p in raw)
     names = [p.name for p in patterns]
     for pat in patterns:
-        if pat.host_from is not None and pat.host_from.split(".", 1)[1] not in names:
-            raise PatternError(source, f"{pat.name}: host_from names no pattern of this pack")
+        for ref in (pat.host_from, pat.after):
+            if ref is not None and ref.split(".", 1)[1] not in names:
+                raise PatternError(source, f"{pat.name}: {ref!r} names no pattern of this pack")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise PatternError(source, f"duplicate pattern names: {', '.join(dupes)}")
@@ -217,7 +222,7 @@ def _text(table: Mapping[str, Any], key: str, source: str) -> str:
 
 
 _KEYS = {
-    "name", "regex", "class", "role", "host", "hostlist", "host_from", "within",
+    "name", "regex", "class", "role", "host", "hostlist", "host_from", "after", "within",
     "doc", "examples", "non_examples",
 }
 
@@ -251,6 +256,7 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
         host_group=host_group,
         hostlist=bool(table.get("hostlist", False)),
         host_from=_host_from(table, host_group, pack, where),
+        after=f"{pack}.{table['after']}" if table.get("after") else None,
         within=int(table.get("within", 3)),
         doc=_text(table, "doc", source),
         examples=_examples(table, where),

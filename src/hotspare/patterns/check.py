@@ -29,7 +29,7 @@ def _check(pack: Pack, pattern: Pattern, example: Example) -> str | None:
         return _expect(matched, example.matches)
     hits = [e for e in result.evidence if e.pattern == pattern.qualname]
     problem = _expect(bool(hits), example.matches)
-    if problem or not example.matches or pattern.host_from:
+    if problem or not example.matches or (pattern.host_from and not example.hosts):
         return problem
     want = {h for text in example.hosts for h in _expected_hosts(text, pattern.hostlist)}
     got = {e.host for e in hits if e.host is not None}
