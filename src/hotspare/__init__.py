@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from hotspare.classify import Blame, ExitStatus, SchedulerFacts, Verdict, classify
 from hotspare.errors import HostError, HotspareError, InputError, PatternError
+from hotspare.evidence import Evidence, ScanResult
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
 from hotspare.patterns import PatternSet, Role, load_patterns
-from hotspare.scan import Evidence, Scanner, ScanResult, scan
+from hotspare.scan import Scanner, scan
 
 __all__ = [
     "Blame",

@@ -24,10 +24,10 @@ import signal
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from hotspare.evidence import Evidence, Progress, ScanResult
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
 from hotspare.patterns import Role
-from hotspare.scan import Evidence, Progress, ScanResult
 
 # SLURM job states (sacct/scontrol) and what they mean here; unknown states
 # fall through to the exit status.

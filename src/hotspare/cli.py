@@ -12,10 +12,11 @@ from typing import Any, TextIO
 
 from hotspare.classify import SchedulerFacts, Verdict, classify
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError
+from hotspare.evidence import ScanResult
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.patterns import PatternSet, load_patterns
 from hotspare.patterns.check import check_pack
-from hotspare.scan import ScanResult, scan
+from hotspare.scan import scan
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,13 +1,14 @@
 """Bytes to evidence.
 
 The scanner streams input of any size in bounded memory: it works on blocks
-of complete lines, strips terminal escapes (they sit inside tokens, e.g.
-``\\x1b[36miter\\x1b[0m=42``), treats ``\\r`` as a segment break (progress bars
-redraw a line many times), drops NULs, and reads bytes as Latin-1 so invalid
-UTF-8 cannot raise. One RE2 prefilter (linear time) finds candidate lines in a
-whole block; only those lines are matched pattern by pattern. A line longer
-than ``max_line_bytes`` is matched on its head only and the rest skipped, so
-a 100 MB line costs one bounded match.
+of complete lines, treats ``\\r`` as a segment break (progress bars redraw a
+line many times), drops NULs, and reads bytes as Latin-1 so invalid UTF-8
+cannot raise. One escape-tolerant RE2 prefilter (linear time, see
+:mod:`hotspare.patterns.relax`) finds candidate lines in a whole raw block;
+only those lines are stripped of terminal escapes (they sit inside tokens,
+e.g. ``\\x1b[36miter\\x1b[0m=42``) and matched pattern by pattern. A line
+longer than ``max_line_bytes`` is matched on its head only and the rest
+skipped, so a 100 MB line costs one bounded match.
 """
 
 from __future__ import annotations
@@ -16,21 +17,19 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from hotspare.errors import HostError, InputError
-from hotspare.failures import FailureClass
+from hotspare.evidence import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host, expand_hosts
-from hotspare.patterns import Pattern, PatternSet, Role, load_patterns
+from hotspare.patterns import Pattern, PatternSet, load_patterns
 
 #: Bytes read per block from a file.
 BLOCK_BYTES = 1 << 20
 #: Longest segment matched in full; longer ones are matched on this head.
 MAX_LINE_BYTES = 64 << 10
-#: Distinct (pattern, host) records kept; beyond this only counts grow.
-MAX_RECORDS = 20_000
 #: Characters of a line kept in an evidence record.
 TEXT_CHARS = 300
 
@@ -39,71 +38,6 @@ TEXT_CHARS = 300
 # line break never splits one.
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n\r]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A matched line: where, which pattern, what it says, which host it names."""
-
-    line: int
-    pattern: str
-    role: Role
-    failure_class: FailureClass | None
-    host: Host | None
-    host_text: str | None
-    text: str
-    #: How many lines matched the same pattern naming the same host.
-    count: int = 1
-
-    @property
-    def host_invalid(self) -> bool:
-        """The pattern captured a host, but the text is not a usable host name."""
-        return self.host_text is not None and self.host is None
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """The first and last progress lines seen (``step=N``, ``iter=N``)."""
-
-    first_line: int
-    last_line: int
-    last_text: str
-    last_step: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    """Everything one input yielded."""
-
-    evidence: tuple[Evidence, ...]
-    lines: int
-    bytes_read: int
-    progress: Progress | None = None
-    truncated_lines: int = 0
-    dropped_records: int = 0
-
-
-@dataclass(slots=True)
-class _Records:
-    """First occurrence of each (pattern, host), with counts; bounded."""
-
-    first: dict[tuple[str, str | None], Evidence] = field(default_factory=dict)
-    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
-    dropped: int = 0
-
-    def add(self, ev: Evidence) -> None:
-        key = (ev.pattern, ev.host.name if ev.host else ev.host_text)
-        if key in self.first:
-            self.counts[key] += 1
-        elif len(self.first) < MAX_RECORDS:
-            self.first[key] = ev
-            self.counts[key] = 1
-        else:
-            self.dropped += 1
-
-    def result(self) -> tuple[Evidence, ...]:
-        out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
-        return tuple(sorted(out, key=lambda e: e.line))
 
 
 class Scanner:
@@ -128,7 +62,7 @@ class Scanner:
         self._lines = 0
         self._bytes = 0
         self._truncated = 0
-        self._records = _Records()
+        self._records = Records()
         self._progress: Progress | None = None
         self._wrap_prev: tuple[int, bytes] | None = None
         # Last line and host of each pattern some other pattern takes its host from.

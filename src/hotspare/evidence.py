@@ -1,0 +1,78 @@
+"""Evidence records: what a scan found, kept first-occurrence-with-count so
+memory stays bounded however many ranks repeat a line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host
+from hotspare.patterns import Role
+
+#: Distinct (pattern, host) records kept; beyond this only counts grow.
+MAX_RECORDS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A matched line: where, which pattern, what it says, which host it names."""
+
+    line: int
+    pattern: str
+    role: Role
+    failure_class: FailureClass | None
+    host: Host | None
+    host_text: str | None
+    text: str
+    #: How many lines matched the same pattern naming the same host.
+    count: int = 1
+
+    @property
+    def host_invalid(self) -> bool:
+        """The pattern captured a host, but the text is not a usable host name."""
+        return self.host_text is not None and self.host is None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The first and last progress lines seen (``step=N``, ``iter=N``)."""
+
+    first_line: int
+    last_line: int
+    last_text: str
+    last_step: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Everything one input yielded."""
+
+    evidence: tuple[Evidence, ...]
+    lines: int
+    bytes_read: int
+    progress: Progress | None = None
+    truncated_lines: int = 0
+    dropped_records: int = 0
+
+
+@dataclass(slots=True)
+class Records:
+    """First occurrence of each (pattern, host), with counts; bounded."""
+
+    first: dict[tuple[str, str | None], Evidence] = field(default_factory=dict)
+    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    dropped: int = 0
+
+    def add(self, ev: Evidence) -> None:
+        key = (ev.pattern, ev.host.name if ev.host else ev.host_text)
+        if key in self.first:
+            self.counts[key] += 1
+        elif len(self.first) < MAX_RECORDS:
+            self.first[key] = ev
+            self.counts[key] = 1
+        else:
+            self.dropped += 1
+
+    def result(self) -> tuple[Evidence, ...]:
+        out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
+        return tuple(sorted(out, key=lambda e: e.line))
