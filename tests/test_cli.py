@@ -105,3 +105,19 @@ def test_hostile_host_text_is_never_executed_or_printed(tmp_path: Path) -> None:
 def test_usage_error_exit_code() -> None:
     """An unknown subcommand is a usage error (argparse's exit 2)."""
     assert run_cli("frobnicate").returncode == 2
+
+
+def test_scheduler_facts_from_the_command_line() -> None:
+    """--job-state NODE_FAIL with --down n2 attributes a node loss no line names (reason scheduler)."""
+    line = b"slurmstepd-n1: error: *** STEP 4.0 ON n1 CANCELLED AT 2026-11-29T09:28:02 DUE TO NODE FAILURE ***\n"
+    result = run_cli("classify", "--json", "--hosts", "n[1-3]", "--job-state", "NODE_FAIL", "--down", "n2", "-", stdin=line)
+    record = json.loads(result.stdout)
+    assert record["failure_class"] == "node_loss"
+    assert record["blamed_hosts"] == ["n2"] and record["blame"][0]["reason"] == "scheduler"
+
+
+def test_wrap_width_option_is_validated() -> None:
+    """--wrap-width takes a number of columns or 'auto'; anything else is a usage error."""
+    assert run_cli("classify", "--wrap-width", "auto", "-", stdin=b"x\n").returncode == 0
+    bad = run_cli("classify", "--wrap-width", "5", "-", stdin=b"x\n")
+    assert bad.returncode == 2 and "narrower" in bad.stderr

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from hotspare.classify import SchedulerFacts, Verdict, classify
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError
@@ -16,7 +16,7 @@ from hotspare.evidence import ScanResult
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.patterns import PatternSet, load_patterns
 from hotspare.patterns.check import check_pack
-from hotspare.scan import scan
+from hotspare.scan import MIN_WRAP_WIDTH, scan
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rc", type=int, help="the launcher's exit status (137/143 and negative signals understood)")
     _allocation_args(p)
     p.add_argument("--job-state", help="the scheduler's job state (e.g. NODE_FAIL, TIMEOUT)")
+    p.add_argument("--down", metavar="LIST", help="hosts the scheduler reports DOWN/NOT_RESPONDING (hostlist)")
     p.add_argument("--json", action="store_true", help="one JSON object per log, one per line")
     _scan_args(p)
     p.set_defaults(func=_classify)
@@ -85,7 +86,22 @@ def _pattern_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _scan_args(p: argparse.ArgumentParser) -> None:
     _pattern_dir_arg(p)
-    p.add_argument("--wrap-width", type=int, help="rejoin lines a terminal wrapped at exactly this width")
+    p.add_argument(
+        "--wrap-width", type=_wrap_width, metavar="N|auto",
+        help="rejoin lines a terminal wrapped at exactly N columns ('auto': recognise the width from the log)",
+    )
+
+
+def _wrap_width(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a width (a number, or 'auto')") from None
+    if width < MIN_WRAP_WIDTH:
+        raise argparse.ArgumentTypeError(f"{width} is narrower than any terminal (use {MIN_WRAP_WIDTH} or more)")
+    return width
 
 
 def _allocation(args: argparse.Namespace) -> list[Host] | None:
@@ -96,7 +112,7 @@ def _allocation(args: argparse.Namespace) -> list[Host] | None:
     return None
 
 
-def _scan_one(path: str, patterns: PatternSet, wrap_width: int | None) -> ScanResult:
+def _scan_one(path: str, patterns: PatternSet, wrap_width: int | Literal["auto"] | None) -> ScanResult:
     if path == "-":
         return scan(sys.stdin.buffer, patterns, wrap_width=wrap_width)
     if Path(path).is_dir():
@@ -107,7 +123,7 @@ def _scan_one(path: str, patterns: PatternSet, wrap_width: int | None) -> ScanRe
 def _classify(args: argparse.Namespace) -> int:
     patterns = load_patterns(args.patterns)
     allocation = _allocation(args)
-    facts = SchedulerFacts(job_state=args.job_state) if args.job_state else None
+    facts = _facts(args)
     failed = 0
     for path in args.logs:
         try:
@@ -122,6 +138,13 @@ def _classify(args: argparse.Namespace) -> int:
         else:
             _print_table(path, verdict, sys.stdout)
     return failed
+
+
+def _facts(args: argparse.Namespace) -> SchedulerFacts | None:
+    if not args.job_state and not args.down:
+        return None
+    down = {host: "DOWN" for host in expand_hosts(args.down)} if args.down else {}
+    return SchedulerFacts(job_state=args.job_state, node_states=down)
 
 
 def verdict_json(source: str, verdict: Verdict) -> dict[str, Any]:

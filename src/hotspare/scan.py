@@ -19,12 +19,17 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from hotspare.errors import HostError, InputError
 from hotspare.evidence import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host, expand_hosts
 from hotspare.patterns import Pattern, PatternSet, load_patterns
+
+#: Narrowest terminal width accepted for rejoining wrapped lines.
+MIN_WRAP_WIDTH = 20
+#: Lines that must end exactly at the widest width before it counts as a wrap.
+MIN_WRAPPED_LINES = 5
 
 #: Bytes read per block from a file.
 BLOCK_BYTES = 1 << 20
@@ -48,15 +53,16 @@ class Scanner:
         patterns: PatternSet | None = None,
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
-        wrap_width: int | None = None,
+        wrap_width: int | Literal["auto"] | None = None,
     ) -> None:
         if max_line_bytes < 256:
             raise ValueError(f"max_line_bytes={max_line_bytes} is too small; use at least 256")
-        if wrap_width is not None and wrap_width < 20:
-            raise ValueError(f"wrap_width={wrap_width} is not a terminal width; use 20 or more")
+        if isinstance(wrap_width, int) and wrap_width < MIN_WRAP_WIDTH:
+            raise ValueError(f"wrap_width={wrap_width} is not a terminal width; use {MIN_WRAP_WIDTH} or more")
         self.patterns = patterns if patterns is not None else load_patterns()
         self.max_line_bytes = max_line_bytes
-        self.wrap_width = wrap_width
+        self.wrap_width: int | None = None if wrap_width == "auto" else wrap_width
+        self._detect_wrap = wrap_width == "auto"
         self._pending = b""
         self._skipping = False
         self._lines = 0
@@ -84,6 +90,8 @@ class Scanner:
         :func:`scan` runs it for one block while preparing the next.
         """
         self._bytes += len(data)
+        if self._detect_wrap and data:
+            self.wrap_width, self._detect_wrap = detect_wrap_width(self._pending + data), False
         strip = self.wrap_width is not None
         buf = self._pending + data if self._pending else data
         cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
@@ -116,7 +124,7 @@ class Scanner:
         counter = _LineCounter(block.raw, self._lines)
         for start, end in spans.candidates:
             line = _clean(text[start:end])
-            self._match_line(line, counter.at(start), found, after=self._continues(text, start))
+            self._match_line(line, counter.at(start), found)
         if self.wrap_width:
             self._unwrap(text, counter, found)
         if spans.progress_first is not None and spans.progress_last is not None:
@@ -145,26 +153,13 @@ class Scanner:
         self._skipping = False
         return head[min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0) :]
 
-    def _continues(self, text: bytes, start: int) -> bool:
-        """Whether the line at ``start`` continues a line wrapped at ``wrap_width``."""
-        if not self.wrap_width:
-            return False
-        if start == 0:
-            return self._wrap_prev is not None
-        return start - 1 - (text.rfind(b"\n", 0, start - 1) + 1) == self.wrap_width
-
-    def _match_line(
-        self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1, after: bool = False
-    ) -> None:
-        """Match one line; ``only_across`` keeps matches spanning that offset, ``after``
-        drops matches starting at column 0 (the head of a wrapped line's fragment)."""
+    def _match_line(self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1) -> None:
+        """Match one line; ``only_across`` keeps only matches spanning that offset."""
         indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
         for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (only_across >= 0 and not match.start() < only_across < match.end()):
-                continue
-            if after and match.start() == 0:
                 continue
             for ev in self._adopt_host(_evidence(pattern, match, line, lineno), pattern):
                 self._records.add(ev)
@@ -192,6 +187,9 @@ class Scanner:
         """Match lines a terminal wrapped at exactly ``wrap_width`` joined to the next line.
 
         Only matches that cross the join are new; the rest were found already.
+        A line can also end at exactly that width without being wrapped, so the
+        unjoined reading is kept too: with an allocation, the classifier blames
+        only the reading that names one of its hosts.
         """
         width = self.wrap_width or 0
         starts = [0] + [m.end() for m in re.finditer(rb"\n", text)]
@@ -242,6 +240,25 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool) -> Block:
         raw = raw.replace(b"\x00", b"")
     text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
     return Block(raw, text, count_lines)
+
+
+def detect_wrap_width(sample: bytes) -> int | None:
+    """The terminal width a capture was wrapped at, if ``sample`` shows one.
+
+    A terminal capture (``script``, ``tmux capture-pane``) never has a line
+    wider than the terminal, and every long line ends exactly at that width;
+    ordinary logs have one widest line, not many. So: the widest visible line
+    length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
+    """
+    lines = _clean(sample).replace(b"\r", b"\n").split(b"\n")[:-1]
+    if not lines:
+        return None
+    widths = [len(line.rstrip(b" ")) for line in lines]
+    widest = max(widths)
+    at_widest = widths.count(widest)
+    if widest < MIN_WRAP_WIDTH or at_widest < max(MIN_WRAPPED_LINES, len(lines) // 50):
+        return None
+    return widest
 
 
 def _clean(line: bytes) -> bytes:
@@ -332,7 +349,7 @@ def scan(
     source: str | Path | bytes | IO[bytes],
     patterns: PatternSet | None = None,
     *,
-    wrap_width: int | None = None,
+    wrap_width: int | Literal["auto"] | None = None,
 ) -> ScanResult:
     """Scan a whole input: a path, raw bytes, or a binary stream (e.g. ``sys.stdin.buffer``)."""
     scanner = Scanner(patterns, wrap_width=wrap_width)
