@@ -24,6 +24,7 @@ def test_classify_json_one_object_per_file() -> None:
     assert kill["exclude_hosts"] == ["x1921c7s1b0n0"] and kill["mentioned_hosts"] == ["x1921c7s0b0n0"]
     expected = {"line": 5, "pattern": "pals.rank_signal_9", "role": "root", "host": "x1921c7s1b0n0"}
     assert kill["evidence"][0].items() >= expected.items()
+    assert kill["progress"] == {"first_line": 1, "last_line": 4, "last_step": 42}
     assert enospc["failure_class"] == "transient_io" and enospc["retryable"] is True
     assert enospc["blamed_hosts"] == [] and enospc["exclude_hosts"] == []
 

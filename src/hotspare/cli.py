@@ -12,7 +12,7 @@ from typing import Any, Literal, TextIO
 
 from hotspare.classify import SchedulerFacts, Verdict, classify
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError
-from hotspare.evidence import ScanResult
+from hotspare.evidence import Progress, ScanResult
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.patterns import PatternSet, load_patterns
 from hotspare.patterns.check import check_pack
@@ -134,9 +134,9 @@ def _classify(args: argparse.Namespace) -> int:
             continue
         verdict = classify(result, rc=args.rc, allocation=allocation, facts=facts)
         if args.json:
-            print(json.dumps(verdict_json(path, verdict), sort_keys=False), flush=True)
+            print(json.dumps(verdict_json(path, verdict, result.progress), sort_keys=False), flush=True)
         else:
-            _print_table(path, verdict, sys.stdout)
+            _print_table(path, verdict, result.progress, sys.stdout)
     return failed
 
 
@@ -147,7 +147,7 @@ def _facts(args: argparse.Namespace) -> SchedulerFacts | None:
     return SchedulerFacts(job_state=args.job_state, node_states=down)
 
 
-def verdict_json(source: str, verdict: Verdict) -> dict[str, Any]:
+def verdict_json(source: str, verdict: Verdict, progress: Progress | None = None) -> dict[str, Any]:
     """The ``--json`` record of one verdict."""
     return {
         "source": source,
@@ -158,6 +158,9 @@ def verdict_json(source: str, verdict: Verdict) -> dict[str, Any]:
         "retryable": verdict.retryable,
         "exclude_hosts": [h.name for h in verdict.exclude_hosts],
         "reason": verdict.reason,
+        "progress": None if progress is None else {
+            "first_line": progress.first_line, "last_line": progress.last_line, "last_step": progress.last_step,
+        },
         "blame": [
             {"host": b.host.name, "reason": b.reason, "lines": [e.line for e in b.evidence]}
             for b in verdict.blamed
@@ -180,7 +183,7 @@ def _names(hosts: Sequence[Host]) -> str:
     return ", ".join(h.name for h in hosts) or "-"
 
 
-def _print_table(source: str, verdict: Verdict, out: TextIO) -> None:
+def _print_table(source: str, verdict: Verdict, progress: Progress | None, out: TextIO) -> None:
     rows = [
         ("source", source),
         ("class", verdict.failure_class.value),
@@ -190,6 +193,7 @@ def _print_table(source: str, verdict: Verdict, out: TextIO) -> None:
         ("mentioned", _names(verdict.mentioned_hosts)),
         ("foreign", _names(verdict.foreign_hosts)),
         ("reason", verdict.reason),
+        ("progress", _progress_text(progress)),
     ]
     for key, value in rows:
         out.write(f"{key:<10} {value}\n")
@@ -199,6 +203,13 @@ def _print_table(source: str, verdict: Verdict, out: TextIO) -> None:
             host = e.host.name if e.host else (f"?{e.host_text}" if e.host_text else "-")
             out.write(f"{e.line:>8}  {e.role.value:<8} {e.count:>5}  {host[:16]:<16} {e.pattern}\n")
     out.write("\n")
+
+
+def _progress_text(progress: Progress | None) -> str:
+    if progress is None:
+        return "none seen"
+    step = f"step {progress.last_step}" if progress.last_step is not None else "progress"
+    return f"last {step} at line {progress.last_line} (first at line {progress.first_line})"
 
 
 def _scrape(args: argparse.Namespace) -> int:
