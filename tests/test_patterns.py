@@ -47,7 +47,7 @@ def test_every_pattern_is_documented_and_exemplified(patterns: PatternSet) -> No
             assert pat.failure_class is not None, pat.qualname
 
 
-@pytest.mark.parametrize("pack", sorted(REQUIRED_PACKS | {"progress", "arvados"}))
+@pytest.mark.parametrize("pack", sorted(REQUIRED_PACKS | {"progress", "arvados", "local"}))
 def test_pack_examples_pass(patterns: PatternSet, pack: str) -> None:
     """Each shipped pack matches its own examples, with the right hosts, and none of its non-examples."""
     problems, checked = check_pack(patterns.pack(pack))

@@ -16,6 +16,9 @@ The rules, in order (each from the seeds):
    survivor's cancellation line) but blames nobody; then the scheduler's job
    state, then the exit status decide.
 5. When no line names a host, nobody is blamed: never guess.
+
+Exit status 0 is success before all of these: the launcher's word on the
+job outranks error lines the job survived.
 """
 
 from __future__ import annotations
@@ -142,13 +145,24 @@ def classify(
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
     decision = (
-        _node_fault(usable, members, facts)
+        _exit_zero(status, evidence)
+        or _node_fault(usable, members, facts)
         or _first_root(evidence, progress)
         or _first_cascade(evidence)
         or _from_facts(facts)
         or _from_status(status, evidence)
     )
     return _verdict(_scheduler_blame(decision, facts, members), evidence, members)
+
+
+def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """The launcher returns the job's status: exit 0 is success, whatever the log grumbled on the way
+    (an I/O error the trainer retried, a rank's warning)."""
+    if status is None or not status.ok:
+        return None
+    roots = sum(1 for e in evidence if e.role is Role.ROOT)
+    note = f" ({roots} error line(s) in the log did not stop it)" if roots else ""
+    return _Decision(FailureClass.SUCCESS, (), f"exit 0{note}")
 
 
 def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:

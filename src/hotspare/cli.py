@@ -5,18 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from hotspare.classify import SchedulerFacts, Verdict, classify
-from hotspare.errors import EXIT_USAGE, HotspareError, InputError
+from hotspare.demo import main as demo_main
+from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
 from hotspare.evidence import Progress, ScanResult
 from hotspare.hosts import Host, expand_hosts, read_hostfile
+from hotspare.ledger import LEDGER_NAME, Ledger
 from hotspare.patterns import PatternSet, load_patterns
 from hotspare.patterns.check import check_pack
+from hotspare.policy import Budgets
+from hotspare.pool import Pool, resolve_allocation
+from hotspare.postmortem import build_report, render
+from hotspare.preflight import check_free_space, default_lfs
 from hotspare.scan import MIN_WRAP_WIDTH, scan
+from hotspare.supervisor import RunConfig, Supervisor
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     _scan_args(p)
     p.set_defaults(func=_scrape)
 
+    _launch_parser(sub)
+    p = sub.add_parser("postmortem", help="report a run: attempts, decisions, incidents")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_postmortem)
+    p = sub.add_parser("demo", help="a failover end to end on an embedded local allocation")
+    p.add_argument("--keep", action="store_true", help="keep the run directory")
+    p.set_defaults(func=lambda a: demo_main(keep=a.keep))
+
     p = sub.add_parser("patterns", help="list or test the pattern packs")
     psub = p.add_subparsers(dest="action", required=True)
     q = psub.add_parser("list", help="list packs and patterns")
@@ -69,6 +87,32 @@ def _parser() -> argparse.ArgumentParser:
     _pattern_dir_arg(q)
     q.set_defaults(func=_patterns_test)
     return parser
+
+
+def _launch_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "launch", help="run an MPI job, failing over to spares",
+        description="Run CMD on the active hosts; on failure swap only hosts the evidence names. "
+        "Exit codes: 0 success, 2 bad input, 3 failed (do not retry), 93 retry on another allocation, "
+        "130 interrupted.",
+    )
+    _allocation_args(p)
+    p.add_argument("--nhosts", type=int, help="active hosts (the rest are spares)")
+    p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
+    p.add_argument("--ppn", type=int, default=1, help="ranks per host")
+    p.add_argument("--checkpoint-dir", help="resume each attempt from the newest complete checkpoint here")
+    p.add_argument("--min-free-gb", type=float, help="refuse to start with less free space (per OST on Lustre)")
+    p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds without output before a hang")
+    p.add_argument("--probe-timeout", type=float, default=30.0)
+    p.add_argument("--max-attempts", type=int, default=10)
+    p.add_argument("--retries", type=int, default=2, help="in-place retries for storage/network trouble")
+    p.add_argument("--blind-rotation", action="store_true", help="allow swapping a host without evidence")
+    p.add_argument("--backoff", type=float, default=5.0, help="first retry delay in seconds (doubles, jittered)")
+    p.add_argument("--backoff-max", type=float, default=60.0)
+    p.add_argument("--run-dir", help="where the ledger and attempt logs go (default: hotspare-run-<time>)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="carry on a run whose supervisor was killed")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    p.set_defaults(func=_launch)
 
 
 def _allocation_args(p: argparse.ArgumentParser) -> None:
@@ -222,6 +266,65 @@ def _scrape(args: argparse.Namespace) -> int:
     as_written = {h: h.raw for h in allocation or ()}
     for blame in verdict.blamed:
         print(as_written.get(blame.host, blame.evidence[0].host_text if blame.evidence else blame.host.raw))
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    supervisor = _supervisor(args)
+    # SIGTERM/SIGINT end the attempt cleanly (launcher group first) and record the run as cancelled.
+    stop_signals = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: supervisor.request_stop()) for sig in stop_signals}
+    try:
+        print(f"hotspare: run directory {supervisor.run_dir}", file=sys.stderr, flush=True)
+        return supervisor.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _supervisor(args: argparse.Namespace) -> Supervisor:
+    """Everything checked before anything is written: bad input exits 2 with nothing recorded."""
+    if args.resume:
+        ledger = Ledger.open(args.resume)
+        try:
+            saved = ledger.run_config()
+        finally:
+            ledger.close()
+        if saved is None:
+            raise InputError(args.resume, "no run recorded there to resume")
+        return Supervisor(RunConfig.from_json(saved), args.resume)
+    command = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    if not command:
+        raise UsageError("no command: hotspare launch [options] -- CMD ARGS...")
+    allocation = resolve_allocation(hosts=args.hosts, hostfile=args.hostfile)
+    nhosts = args.nhosts or len(allocation)
+    Pool.split(allocation, nhosts)
+    if args.min_free_gb is not None:
+        check_free_space(args.checkpoint_dir or ".", args.min_free_gb, lfs=default_lfs)
+    try:
+        budgets = Budgets(max_attempts=args.max_attempts, in_place_retries=args.retries,
+                          blind_rotation=args.blind_rotation, backoff_base_s=args.backoff,
+                          backoff_max_s=args.backoff_max)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    config = RunConfig(
+        command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
+        ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
+        probe_timeout_s=args.probe_timeout, budgets=budgets,
+    )
+    run_dir = args.run_dir or f"hotspare-run-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Supervisor(config, run_dir)
+
+
+def _postmortem(args: argparse.Namespace) -> int:
+    if not (Path(args.run_dir) / LEDGER_NAME).is_file():
+        raise InputError(args.run_dir, "not a run directory (no ledger.sqlite)")
+    ledger = Ledger.open(args.run_dir)
+    try:
+        report = build_report(ledger)
+    finally:
+        ledger.close()
+    print(json.dumps(report.to_json()) if args.json else render(report), end="" if not args.json else "\n")
     return 0
 
 

@@ -6,8 +6,18 @@ root once and prints a single ``error:`` line.
 
 from __future__ import annotations
 
-#: Exit code for bad input: a missing file, a bad pattern pack, a bad host.
+# The exit-code contract for outer schedulers and workflow engines.
+#: The job succeeded.
+EXIT_OK = 0
+#: Bad input: a missing file, a bad pattern pack, a bad host, an impossible allocation.
 EXIT_USAGE = 2
+#: The job failed and running it again will not help (user error, walltime, retry budget spent).
+EXIT_NO_RETRY = 3
+#: The job failed for want of healthy nodes here: resubmit it on a new allocation
+#: (in the spirit of Arvados' 93, "retry me").
+EXIT_RETRY_ELSEWHERE = 93
+#: The supervisor was interrupted (SIGINT/SIGTERM); the run is recorded as cancelled.
+EXIT_INTERRUPTED = 130
 
 
 class HotspareError(Exception):
@@ -39,3 +49,15 @@ class PatternError(HotspareError):
     def __init__(self, source: str, why: str) -> None:
         super().__init__(f"pattern pack {source}: {why}")
         self.source = source
+
+
+class AllocationError(HotspareError):
+    """The hosts given cannot make the requested active set."""
+
+
+class PreflightError(HotspareError):
+    """A check before launch failed (free space, checkpoint directory)."""
+
+
+class UsageError(HotspareError):
+    """The command line itself is wrong."""

@@ -28,6 +28,7 @@ MAX_HOST_CHARS = 253
 # refused, so a hostile string from a log can never reach a hostfile or argv.
 _RAW_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?(?:/[0-9]+)?")
 _HSN_SUFFIX = re.compile(r"-hsn[0-9]+$")
+_IPV4ISH = re.compile(r"[0-9.]+")
 _DAEMON_PREFIX = "slurmstepd-"
 
 
@@ -40,10 +41,11 @@ def _canonical(text: str) -> str:
     if not _RAW_HOST.fullmatch(name):
         raise HostError(text, "not a host name (letters, digits, '.', '-', '_' only)")
     name = name.lower().split("/", 1)[0]
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        pass
+    if _IPV4ISH.fullmatch(name):  # only then pay for ipaddress (hot: 10,000-host hostfiles)
+        try:
+            return str(ipaddress.ip_address(name))
+        except ValueError:
+            pass
     if name.startswith(_DAEMON_PREFIX) and len(name) > len(_DAEMON_PREFIX):
         name = name[len(_DAEMON_PREFIX) :]
     # The short name identifies the node; domains and the high-speed-network
@@ -89,6 +91,11 @@ def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """Sort n2 before n10."""
     parts = re.split(r"([0-9]+)", name)
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
+def is_raw_host(text: str) -> bool:
+    """Cheap check that ``text`` has only host characters (what :class:`Host` accepts before canonicalising)."""
+    return len(text) <= MAX_HOST_CHARS and _RAW_HOST.fullmatch(text) is not None
 
 
 def is_host(text: str) -> bool:

@@ -75,6 +75,11 @@ class Scanner:
         self._recent: dict[str, tuple[int, Host | None, str | None]] = {}
         self._sources = {ref for p in self.patterns.patterns for ref in (p.host_from, p.after) if ref}
 
+    @property
+    def progress(self) -> Progress | None:
+        """The progress seen so far (for hang watchdogs)."""
+        return self._progress
+
     def feed(self, data: bytes) -> list[Evidence]:
         """Scan ``data``; return the evidence found in the lines it completed."""
         found: list[Evidence] = []

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The demo: classify five real-shaped failed attempts and compare with blind rotation.
+"""Classify five real-shaped failed attempts and compare with blind rotation.
 
 Each log in examples/logs/ is one attempt of a multi-node job with its
 allocation (``.hosts``) and launcher exit status (``rc.txt``). For each, hotspare

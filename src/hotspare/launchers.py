@@ -1,0 +1,198 @@
+"""Launcher command lines and hostfiles, built as pure values.
+
+Nothing here starts a process: :func:`build_argv` returns the argv the runner
+starts, :func:`render_hostfile` the text it writes with :func:`write_hostfile`.
+
+Sources checked for the flag spellings:
+
+* MPICH Hydra: the wiki "Using the Hydra Process Manager" (hostfile one host a
+  line, or ``host:N``) and Hydra's argument matcher, which strips every leading
+  dash, so ``--hostfile``/``-f`` and ``--ppn``/``-ppn`` are the same option.
+* HPE PALS ``mpiexec`` (ALCF Polaris/Aurora job scripts): ``-n N --ppn P
+  --hostfile F``; PALS reads a PBS_NODEFILE-style file, one host a line.
+* Open MPI 4.1 ``mpirun(1)``: ``-n``/``-np``, ``--hostfile`` with ``host
+  slots=N`` lines, ``--map-by ppr:N:node`` (N processes per node).
+* Slurm ``srun(1)``: ``--kill-on-bad-exit`` ends the step when any task exits
+  non-zero; ``--no-kill`` keeps the job alive when a node fails, which is the
+  outer allocation's choice and is never passed to a step.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hotspare.errors import HostError
+from hotspare.hosts import Host, is_raw_host
+
+#: The launchers hotspare can drive, and what each is.
+LAUNCHERS: dict[str, str] = {
+    "mpiexec": "MPICH Hydra or HPE PALS mpiexec",
+    "srun": "Slurm srun (one job step)",
+    "mpirun": "Open MPI mpirun",
+    "local": "hotspare's one-machine launcher (python -m hotspare.local_launcher)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """What to launch where: ``ppn`` ranks of ``command`` on each of ``hosts``.
+
+    ``hostfile`` is where the runner writes :func:`render_hostfile`'s text;
+    ``extra_args`` go to the launcher just before the command.
+    """
+
+    launcher: str
+    hosts: tuple[Host, ...]
+    ppn: int
+    command: tuple[str, ...]
+    hostfile: Path
+    extra_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_launcher(self.launcher)
+        _check_ppn(self.ppn)
+        if not self.hosts:
+            raise ValueError("hosts is empty: a launch needs at least one host of the allocation")
+        if not self.command:
+            raise ValueError("command is empty: give the program to run, e.g. ('python', 'train.py')")
+        seen: dict[Host, Host] = {}
+        for host in self.hosts:
+            if host in seen:
+                raise ValueError(
+                    f"host {host.raw!r} is listed twice (also as {seen[host].raw!r}): "
+                    "give each node once and set ppn for the ranks per node"
+                )
+            seen[host] = host
+
+    @property
+    def total_ranks(self) -> int:
+        """Ranks in the whole launch: hosts times ranks per host."""
+        return len(self.hosts) * self.ppn
+
+
+def _check_launcher(launcher: str) -> None:
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"unknown launcher {launcher!r}: choose one of {', '.join(LAUNCHERS)}")
+
+
+def _check_ppn(ppn: int) -> None:
+    if isinstance(ppn, bool) or not isinstance(ppn, int) or ppn < 1:
+        raise ValueError(f"ppn {ppn!r} is not a positive whole number: give the ranks per host (1 or more)")
+
+
+def _raw(host: Host) -> str:
+    """The host as the allocation wrote it, refused unless it is a valid host.
+
+    ``Host`` already validates on construction; this is defence in depth
+    (``raw`` is a plain attribute), so text from a log can never reach a
+    hostfile or an argv.
+    """
+    # The cheap character check, not a full re-canonicalisation: this runs for every host of a
+    # 10,000-host hostfile on every relaunch.
+    if not is_raw_host(host.raw) or host.raw != host.raw.strip():
+        raise HostError(host.raw, "refusing to write it to a hostfile or launcher command line")
+    return host.raw
+
+
+def _plain_lines(hosts: Sequence[Host], ppn: int) -> list[str]:
+    # Hydra also reads "host:N", but PALS does not; one host a line works for
+    # both, and --ppn sets the ranks per host.
+    return [_raw(h) for h in hosts]
+
+
+def _slots_lines(hosts: Sequence[Host], ppn: int) -> list[str]:
+    return [f"{_raw(h)} slots={ppn}" for h in hosts]
+
+
+_HOSTFILE_LINES: dict[str, Callable[[Sequence[Host], int], list[str]]] = {
+    "mpiexec": _plain_lines,
+    "srun": _plain_lines,
+    "mpirun": _slots_lines,
+    "local": _plain_lines,
+}
+
+
+def render_hostfile(hosts: Sequence[Host], launcher: str, ppn: int) -> str:
+    """The hostfile text ``launcher`` reads: one line a host, newline-terminated.
+
+    ``mpiexec``, ``srun`` and ``local``: the host alone; ``mpirun``: ``host
+    slots=ppn``. Hosts are written as ``raw`` (the allocation's spelling, which
+    the launcher can resolve), never the canonical name.
+    """
+    _check_launcher(launcher)
+    _check_ppn(ppn)
+    if not hosts:
+        raise ValueError("no hosts to write: a hostfile needs at least one host")
+    return "".join(f"{line}\n" for line in _HOSTFILE_LINES[launcher](hosts, ppn))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically: readers see the old file or the new, never half.
+
+    Temp file in the same directory (``os.replace`` is atomic only within one
+    filesystem), fsynced before the rename.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_hostfile(path: Path, text: str) -> None:
+    """Write a hostfile atomically (see :func:`write_atomic`)."""
+    write_atomic(path, text)
+
+
+def _mpiexec(spec: LaunchSpec) -> list[str]:
+    return [
+        "mpiexec", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks), "--ppn", str(spec.ppn),
+        *spec.extra_args, *spec.command,
+    ]
+
+
+def _srun(spec: LaunchSpec) -> list[str]:
+    # --kill-on-bad-exit: one dead task ends the step, as mpiexec does; without
+    # it a step can sit with survivors blocked in a collective until walltime.
+    return [
+        "srun", "--nodelist=" + ",".join(_raw(h) for h in spec.hosts), "-N", str(len(spec.hosts)),
+        "--ntasks-per-node", str(spec.ppn), "-n", str(spec.total_ranks), "--kill-on-bad-exit=1",
+        *spec.extra_args, *spec.command,
+    ]
+
+
+def _mpirun(spec: LaunchSpec) -> list[str]:
+    return [
+        "mpirun", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks),
+        "--map-by", f"ppr:{spec.ppn}:node", *spec.extra_args, *spec.command,
+    ]
+
+
+def _local(spec: LaunchSpec) -> list[str]:
+    return [
+        sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(spec.hostfile),
+        "--ppn", str(spec.ppn), *spec.extra_args, "--", *spec.command,
+    ]
+
+
+_BUILDERS: dict[str, Callable[[LaunchSpec], list[str]]] = {
+    "mpiexec": _mpiexec,
+    "srun": _srun,
+    "mpirun": _mpirun,
+    "local": _local,
+}
+
+
+def build_argv(spec: LaunchSpec) -> list[str]:
+    """The launcher's argv for ``spec`` (a new list; no shell is ever involved)."""
+    return _BUILDERS[spec.launcher](spec)

@@ -1,0 +1,185 @@
+"""What to do after an attempt: a pure function of the verdict, the pool and the history.
+
+``decide()`` returns a frozen :class:`Decision`; the supervisor carries it out
+and records it. Rules (from the seeds):
+
+* node faults with named hosts: swap exactly those hosts for spares; none
+  left means "retry me elsewhere" (exit 93);
+* an unattributed failure never spends a spare on its first occurrence: retry
+  in place; when it recurs, probe; only with ``blind_rotation`` enabled may a
+  host be swapped without evidence, and that is recorded as ``blind``;
+* a host present in ``strikes`` unattributed failures that its peers were
+  not all part of is quarantined (``strikes``);
+* storage and network trouble retries in place, a bounded number of times;
+* user errors, OOM and walltime (unless the remaining walltime reaches the
+  next checkpoint) stop; so does the global attempt limit.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hotspare.classify import Verdict
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host
+from hotspare.pool import Pool
+
+
+class Action(enum.Enum):
+    """What the supervisor does next."""
+
+    STOP = "stop"
+    RETRY = "retry"  # same hosts
+    SWAP = "swap"  # named hosts out, spares in, relaunch
+    PROBE = "probe"  # ask every active host before deciding again
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Limits and timings. Bad settings raise with the fix in the message."""
+
+    max_attempts: int = 10
+    in_place_retries: int = 2
+    strikes: int = 3
+    backoff_base_s: float = 5.0
+    backoff_max_s: float = 60.0
+    jitter: float = 0.1
+    blind_rotation: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts={self.max_attempts}: allow at least one attempt")
+        if self.in_place_retries < 0 or self.strikes < 1:
+            raise ValueError("in_place_retries must be >= 0 and strikes >= 1")
+        if not 0 <= self.backoff_base_s <= self.backoff_max_s:
+            raise ValueError("backoff_base_s must be between 0 and backoff_max_s")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f"jitter={self.jitter}: use a fraction in [0, 1)")
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What earlier attempts of this run spent."""
+
+    attempts: int = 0
+    in_place: Mapping[FailureClass, int] = field(default_factory=dict)
+    #: Consecutive failures that named no host.
+    unattributed: int = 0
+    #: Whether the last unattributed failure was already probed without result.
+    probed: bool = False
+    #: Unattributed failures each host was active in.
+    strikes: Mapping[Host, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The supervisor's next step, with its reason and the exit code if it stops."""
+
+    action: Action
+    reason: str
+    swap_out: tuple[Host, ...] = ()
+    #: Why the swapped hosts are kept out: scraped, probed, scheduler, strikes, blind.
+    quarantine_reason: str | None = None
+    delay_s: float = 0.0
+    exit_code: int | None = None
+
+
+def backoff_s(retry: int, budgets: Budgets, unit: float) -> float:
+    """Delay before retry number ``retry`` (1-based): doubling, capped, with jitter; ``unit`` in [-1, 1]."""
+    base = min(budgets.backoff_max_s, budgets.backoff_base_s * 2.0 ** max(0, retry - 1))
+    return max(0.0, base * (1 + budgets.jitter * unit))
+
+
+def decide(
+    verdict: Verdict,
+    pool: Pool,
+    history: History,
+    budgets: Budgets,
+    *,
+    unit: float = 0.0,
+    walltime_left_s: float | None = None,
+    checkpoint_eta_s: float | None = None,
+) -> Decision:
+    """The next step after an attempt that ended with ``verdict``. Pure."""
+    fclass = verdict.failure_class
+    final = _final(fclass, verdict, walltime_left_s, checkpoint_eta_s)
+    if final is not None:
+        return final
+    if history.attempts >= budgets.max_attempts:
+        return Decision(Action.STOP, f"attempt limit {budgets.max_attempts} reached ({fclass.value})",
+                        exit_code=EXIT_NO_RETRY)
+    delay = backoff_s(history.attempts, budgets, unit)
+    named = tuple(h for h in verdict.exclude_hosts if h in pool.active)
+    if named:
+        return _swap(named, _blame_reason(verdict, named), pool, delay)
+    if fclass in _IN_PLACE:
+        return _in_place(fclass, history, budgets, delay)
+    return _unattributed(fclass, pool, history, budgets, delay)
+
+
+_IN_PLACE = frozenset({FailureClass.TRANSIENT_IO, FailureClass.NETWORK, FailureClass.PREEMPTED})
+
+
+def _final(
+    fclass: FailureClass, verdict: Verdict, left_s: float | None, eta_s: float | None
+) -> Decision | None:
+    if fclass is FailureClass.SUCCESS:
+        return Decision(Action.STOP, "success", exit_code=EXIT_OK)
+    if fclass is FailureClass.CANCELLED:
+        return Decision(Action.STOP, f"cancelled: {verdict.reason}", exit_code=EXIT_INTERRUPTED)
+    if fclass is FailureClass.WALLTIME:
+        if left_s is not None and eta_s is not None and left_s > eta_s:
+            return Decision(Action.RETRY, f"walltime, but {left_s:.0f} s left reaches the next checkpoint "
+                            f"({eta_s:.0f} s)")
+        return Decision(Action.STOP, f"walltime: {verdict.reason}", exit_code=EXIT_NO_RETRY)
+    if fclass in (FailureClass.USER_ERROR, FailureClass.OOM):
+        return Decision(Action.STOP, f"not retryable: {verdict.reason}", exit_code=EXIT_NO_RETRY)
+    return None
+
+
+def _blame_reason(verdict: Verdict, named: tuple[Host, ...]) -> str:
+    reasons = {b.reason for b in verdict.blamed if b.host in named}
+    return "scraped" if "scraped" in reasons or not reasons else sorted(reasons)[0]
+
+
+def _swap(bad: tuple[Host, ...], why: str, pool: Pool, delay: float) -> Decision:
+    names = ", ".join(h.name for h in bad)
+    if len(bad) > len(pool.spare):
+        return Decision(Action.STOP, f"{names} failed ({why}) and only {len(pool.spare)} spare(s) left",
+                        swap_out=bad, quarantine_reason=why, exit_code=EXIT_RETRY_ELSEWHERE)
+    return Decision(Action.SWAP, f"{names} out ({why})", swap_out=bad, quarantine_reason=why, delay_s=delay)
+
+
+def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: float) -> Decision:
+    used = history.in_place.get(fclass, 0)
+    if used >= budgets.in_place_retries:
+        code = EXIT_NO_RETRY if fclass is FailureClass.TRANSIENT_IO else EXIT_RETRY_ELSEWHERE
+        return Decision(Action.STOP, f"{fclass.value} persisted after {used} retries in place", exit_code=code)
+    return Decision(Action.RETRY, f"{fclass.value}: retry in place ({used + 1}/{budgets.in_place_retries})",
+                    delay_s=delay)
+
+
+def _unattributed(
+    fclass: FailureClass, pool: Pool, history: History, budgets: Budgets, delay: float
+) -> Decision:
+    struck = _struck(pool, history, budgets)
+    if struck:
+        return _swap(struck, "strikes", pool, delay)
+    if history.unattributed == 0:
+        return Decision(Action.RETRY, f"{fclass.value}, no host named: retry in place first", delay_s=delay)
+    if not history.probed:
+        return Decision(Action.PROBE, f"{fclass.value} again with no host named: probe the active hosts")
+    if budgets.blind_rotation and pool.spare:
+        return Decision(Action.SWAP, f"{pool.active[0].name} out blindly (no evidence; --blind-rotation)",
+                        swap_out=(pool.active[0],), quarantine_reason="blind", delay_s=delay)
+    return _in_place(FailureClass.UNKNOWN, history, budgets, delay)
+
+
+def _struck(pool: Pool, history: History, budgets: Budgets) -> tuple[Host, ...]:
+    """Active hosts at the strike limit, when not every active host is (then the hosts are not the cause)."""
+    counts = {h: history.strikes.get(h, 0) + 1 for h in pool.active}
+    over = tuple(h for h, n in counts.items() if n >= budgets.strikes)
+    return over if over and len(over) < len(pool.active) else ()

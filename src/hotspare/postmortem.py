@@ -1,0 +1,102 @@
+"""Reports from a run's ledger: what each attempt did, every decision, and what each failure cost."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hotspare.ledger import AttemptRow, Ledger
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """A failed attempt that the run recovered from (or not)."""
+
+    attempt: int
+    died_of: str
+    hosts: int
+    #: Work since the last checkpoint written before the failure, times the hosts it ran on.
+    lost_node_s: float
+    #: From the failed attempt's end to the next attempt's first progress line (None: never recovered).
+    recover_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything ``hotspare postmortem`` prints."""
+
+    state: str
+    exit_code: int | None
+    attempts: list[AttemptRow]
+    decisions: list[tuple[int, float, str, tuple[str, ...], str, float]]
+    roots: dict[int, list[str]]
+    incidents: list[Incident]
+    started_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "exit_code": self.exit_code,
+            "attempts": [asdict(a) for a in self.attempts],
+            "decisions": [
+                {"attempt": d[0], "at_s": round(d[1] - self.started_s, 3), "action": d[2], "hosts": list(d[3]),
+                 "reason": d[4], "delay_s": round(d[5], 3)} for d in self.decisions
+            ],
+            "evidence": {str(k): v for k, v in self.roots.items()},
+            "incidents": [asdict(i) for i in self.incidents],
+        }
+
+
+def build_report(ledger: Ledger) -> Report:
+    """Read the whole run."""
+    attempts = ledger.attempts()
+    state, code = ledger.run_state() or ("unknown", None)
+    roots = {a.number: [_show_evidence(e) for e in ledger.evidence(a.number) if e[2] == "root"][:3] for a in attempts}
+    started = attempts[0].started_s if attempts else 0.0
+    return Report(state, code, attempts, ledger.decisions(), roots, _incidents(attempts), started)
+
+
+def _show_evidence(row: tuple[int, str, str, str | None, int, str]) -> str:
+    line, pattern, _, host, count, _ = row
+    more = f" x{count}" if count > 1 else ""
+    return f"{pattern}@{line}" + (f" {host}" if host else "") + more
+
+
+def _incidents(attempts: list[AttemptRow]) -> list[Incident]:
+    found = []
+    for this, nxt in zip(attempts, [*attempts[1:], None], strict=True):
+        if this.failure_class in (None, "success", "cancelled") or this.ended_s is None:
+            continue
+        saved = this.checkpoint_s if this.checkpoint_s is not None and this.checkpoint_s > this.started_s else None
+        lost = (this.ended_s - (saved or this.started_s)) * len(this.hosts)
+        recover = None
+        if nxt is not None and nxt.first_progress_s is not None:
+            recover = nxt.first_progress_s - this.ended_s
+        found.append(Incident(this.number, this.failure_class, len(this.hosts), round(lost, 3),
+                              None if recover is None else round(recover, 3)))
+    return found
+
+
+def render(report: Report) -> str:
+    """The report as text tables."""
+    lines = [f"run {report.state} (exit {report.exit_code})", "", "attempts:"]
+    head = f"  {'#':>2}  {'ran on':<28} {'resumed':>7} {'last':>6}  {'died of':<12} {'rc':>4}  evidence"
+    lines.append(head)
+    for a in report.attempts:
+        resumed = "-" if a.resumed_step is None else str(a.resumed_step)
+        last = "-" if a.last_step is None else str(a.last_step)
+        rc = "-" if a.rc is None else str(a.rc)
+        evidence = "; ".join(report.roots.get(a.number, [])) or (a.stopped_by or "-")
+        lines.append(f"  {a.number:>2}  {','.join(a.hosts)[:28]:<28} {resumed:>7} {last:>6}  "
+                     f"{a.failure_class or 'running':<12} {rc:>4}  {evidence}")
+    lines += ["", "decisions:"]
+    for attempt, at_s, action, hosts, reason, delay in report.decisions:
+        out = f" out: {', '.join(hosts)}" if hosts else ""
+        wait = f" (after {delay:.1f} s)" if delay else ""
+        lines.append(f"  +{at_s - report.started_s:7.2f}s  attempt {attempt}: {action}{out}: {reason}{wait}")
+    if report.incidents:
+        lines += ["", "incidents:", f"  {'#':>2}  {'died of':<12} {'lost node-s':>11} {'recovered in':>12}"]
+        for i in report.incidents:
+            recover = "never" if i.recover_s is None else f"{i.recover_s:.2f} s"
+            lines.append(f"  {i.attempt:>2}  {i.died_of:<12} {i.lost_node_s:>11.2f} {recover:>12}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,196 @@
+"""The one module that starts processes.
+
+Every process hotspare starts goes through here: argv lists only (never a
+shell), a new session (so the whole launcher tree can be signalled as one
+process group), output teed to a file, and a result record. Everything else
+receives a runner and never imports subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+#: Bytes read from a child's output at a time.
+READ_BYTES = 64 << 10
+#: Bytes of the end of the output kept in a result.
+TAIL_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A finished short command (probe, scheduler query)."""
+
+    argv: tuple[str, ...]
+    rc: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+
+def capture(argv: Sequence[str], *, timeout_s: float, env: Mapping[str, str] | None = None) -> Completed:
+    """Run a short command and collect its output; killed (whole group) at ``timeout_s``.
+
+    A missing program is reported as rc 127, like a shell would, not raised.
+    """
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None, start_new_session=True, text=True, errors="replace",
+        )
+    except FileNotFoundError as exc:
+        return Completed(tuple(argv), 127, "", str(exc), False)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        return Completed(tuple(argv), proc.returncode, out, err, False)
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return Completed(tuple(argv), proc.returncode, out, err, True)
+
+
+def kill_group(pid: int, sig: int) -> bool:
+    """Signal the process group led by ``pid`` (one we started); False if it is gone."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a launched attempt ended."""
+
+    rc: int
+    duration_s: float
+    tail: bytes
+    #: Why the supervisor ended it (idle timeout, interrupted, scheduler), or None.
+    stopped_by: str | None
+
+    @property
+    def signal(self) -> int | None:
+        return -self.rc if self.rc < 0 else None
+
+
+class Launch:
+    """A running launcher: its output streams to ``log_path`` and ``on_output``.
+
+    ``poll(timeout_s)`` reads what arrived and returns the rc once it exits;
+    ``stop(why, grace_s)`` sends SIGTERM to the group, SIGKILL after the grace.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        on_output: Callable[[bytes], None],
+        *,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.argv = tuple(argv)
+        self.log_path = log_path
+        self.on_output = on_output
+        self.env = dict(env) if env is not None else None
+        self.clock = clock
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: BinaryIO | None = None
+        self._eof = False
+        self._tail = b""
+        self._started = 0.0
+        self.stopped_by: str | None = None
+
+    def start(self) -> None:
+        """Start the launcher in its own session; its log is opened for append, never truncated."""
+        self._log = self.log_path.open("ab")
+        self._started = self.clock()
+        self._proc = subprocess.Popen(
+            list(self.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=self.env, start_new_session=True,
+        )
+        assert self._proc.stdout is not None
+        os.set_blocking(self._proc.stdout.fileno(), False)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "start() first"
+        return self._proc.pid
+
+    def poll(self, timeout_s: float) -> int | None:
+        """Read output for up to ``timeout_s``; the rc once the launcher has exited and its output is drained."""
+        assert self._proc is not None and self._proc.stdout is not None, "start() first"
+        deadline = self.clock() + timeout_s
+        while True:
+            chunk = b"" if self._eof else self._read()
+            if chunk:
+                continue
+            rc = self._proc.poll()
+            if rc is not None and (self._eof or not self._drain()):
+                return rc
+            if self.clock() >= deadline:
+                return None
+            self._wait_readable(min(0.05, max(0.0, deadline - self.clock())))
+
+    def _wait_readable(self, timeout_s: float) -> None:
+        """Sleep until output (or EOF) arrives, at most ``timeout_s``: a launcher's exit is seen at once."""
+        assert self._proc is not None and self._proc.stdout is not None
+        if self._eof:  # every writer is gone: the launcher is exiting, its status is moments away
+            time.sleep(min(timeout_s, 0.002))
+        else:
+            select.select([self._proc.stdout.fileno()], [], [], timeout_s)
+
+    def _read(self) -> bytes:
+        """What is available now (b"" if nothing); sets EOF once every writer has gone."""
+        assert self._proc is not None and self._proc.stdout is not None and self._log is not None
+        try:
+            chunk = os.read(self._proc.stdout.fileno(), READ_BYTES)
+        except BlockingIOError:
+            return b""
+        if not chunk:
+            self._eof = True
+            return b""
+        self._log.write(chunk)
+        self._log.flush()
+        self._tail = (self._tail + chunk)[-TAIL_BYTES:]
+        self.on_output(chunk)
+        return chunk
+
+    def _drain(self) -> bool:
+        """After the launcher exited, read what is left in the pipe; True if there was any."""
+        return bool(self._read())
+
+    def stop(self, why: str, grace_s: float) -> None:
+        """End the attempt: SIGTERM to the launcher's group, SIGKILL after ``grace_s``."""
+        assert self._proc is not None, "start() first"
+        self.stopped_by = self.stopped_by or why
+        kill_group(self._proc.pid, signal.SIGTERM)
+        deadline = self.clock() + grace_s
+        while self._proc.poll() is None and self.clock() < deadline:
+            self.poll(0.05)
+        kill_group(self._proc.pid, signal.SIGKILL)
+
+    def finish(self) -> Outcome:
+        """Wait for the end (output drained), close the log, and report."""
+        assert self._proc is not None, "start() first"
+        rc = self.poll(0.0)
+        while rc is None:
+            rc = self.poll(1.0)
+        # Children the launcher left behind in its group die with it.
+        kill_group(self._proc.pid, signal.SIGKILL)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        if self._log is not None:
+            self._log.close()
+        return Outcome(rc, self.clock() - self._started, self._tail, self.stopped_by)

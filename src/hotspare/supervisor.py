@@ -1,0 +1,324 @@
+"""The decide-then-act loop: launch, watch, classify, decide, record, act.
+
+:class:`Supervisor` is the library face the Parsl and Dask adapters drive;
+``hotspare launch`` is a thin CLI over it. Each attempt's output is teed to
+``attempt-N.log`` in the run directory and scanned as it arrives; the verdict,
+the decision and its reason go into the ledger before anything is acted on.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hotspare.checkpoint import Checkpoint, find_latest
+from hotspare.classify import Blame, Verdict, classify
+from hotspare.errors import EXIT_INTERRUPTED, InputError
+from hotspare.evidence import ScanResult
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host
+from hotspare.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
+from hotspare.ledger import Ledger
+from hotspare.patterns import PatternSet, load_patterns
+from hotspare.policy import Action, Budgets, Decision, History, decide
+from hotspare.pool import Pool
+from hotspare.probe import probe_hosts
+from hotspare.quarantine import Quarantine
+from hotspare.runner import Launch, Outcome, kill_group
+from hotspare.scan import Scanner, scan
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything that defines a run; stored in the ledger so ``--resume`` needs only the directory."""
+
+    command: tuple[str, ...]
+    allocation: tuple[str, ...]
+    nhosts: int
+    launcher: str = "local"
+    ppn: int = 1
+    checkpoint_dir: str | None = None
+    idle_timeout_s: float = 600.0
+    grace_s: float = 10.0
+    probe_timeout_s: float = 30.0
+    quarantine_ttl_s: float | None = None
+    budgets: Budgets = field(default_factory=Budgets)
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise ValueError("no command to launch")
+        if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:
+            raise ValueError("idle_timeout_s and probe_timeout_s must be > 0, grace_s >= 0")
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "budgets"}
+        data["budgets"] = {k: getattr(self.budgets, k) for k in self.budgets.__dataclass_fields__}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
+        values = dict(data)
+        values["command"] = tuple(values["command"])
+        values["allocation"] = tuple(values["allocation"])
+        values["budgets"] = Budgets(**values.get("budgets", {}))
+        return cls(**values)
+
+
+@dataclass(slots=True)
+class _Watch:
+    """What the output callback learns while an attempt runs."""
+
+    scanner: Scanner
+    last_output_s: float
+    first_progress_s: float | None = None
+
+
+class Supervisor:
+    """Runs one job to success or to a reasoned stop. Construct, then :meth:`run`."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: str | Path,
+        *,
+        patterns: PatternSet | None = None,
+        quarantine: Quarantine | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        on_attempt: Callable[[int, Pool, Path], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.patterns = patterns
+        self.quarantine = quarantine
+        self.clock = clock
+        self.wall = wall
+        self.sleep = sleep
+        self.rng = rng or random.Random()  # noqa: S311 -- backoff jitter, not a secret
+        self.on_attempt = on_attempt
+        self._stop_requested = False
+
+    def request_stop(self) -> None:
+        """Ask the run to end: the launcher gets SIGTERM (SIGKILL after the grace); recorded as cancelled."""
+        self._stop_requested = True
+
+    # -- the loop ------------------------------------------------------------
+    def run(self) -> int:
+        """Run (or resume) to the end; returns the exit code of the contract in :mod:`hotspare.errors`."""
+        ledger = Ledger.open(self.run_dir)
+        try:
+            return self._run(ledger)
+        finally:
+            ledger.close()
+
+    def _run(self, ledger: Ledger) -> int:
+        patterns = self.patterns or load_patterns()
+        quarantine = self.quarantine or Quarantine.attach(ledger.connection)
+        if ledger.run_config() is None:
+            ledger.start_run(self.config.to_json(), self.wall())
+        pool, history = self._restore(ledger, quarantine, patterns)
+        while True:
+            number = ledger.next_attempt()
+            outcome, result, pool_used = self._attempt(ledger, number, pool, patterns)
+            decision, verdict = self._judge(ledger, number, outcome=outcome, result=result, pool=pool_used,
+                                            history=history)
+            pool, history = self._act(ledger, quarantine, number, decision=decision, verdict=verdict,
+                                      pool=pool_used, history=history)
+            if decision.action is Action.STOP:
+                state = {0: "succeeded", EXIT_INTERRUPTED: "cancelled"}.get(decision.exit_code or 0, "failed")
+                ledger.end_run(state, decision.exit_code or 0, self.wall())
+                return decision.exit_code or 0
+            self.sleep(decision.delay_s)
+
+    def _restore(self, ledger: Ledger, quarantine: Quarantine, patterns: PatternSet) -> tuple[Pool, History]:
+        self._settle_lost_attempt(ledger, patterns)
+        saved = ledger.load_progress()
+        allocation = [Host(h) for h in self.config.allocation]
+        if saved is None:
+            return Pool.split(allocation, self.config.nhosts, exclude=quarantine.hosts()), History()
+        pool = Pool(tuple(Host(h) for h in saved["active"]), tuple(Host(h) for h in saved["spare"]))
+        return pool, _history_from_json(saved["history"])
+
+    def _settle_lost_attempt(self, ledger: Ledger, patterns: PatternSet) -> None:
+        """An attempt the previous supervisor never finished (it was SIGKILLed): end it and record that."""
+        for row in ledger.attempts():
+            if row.ended_s is not None:
+                continue
+            if row.pgid is not None:
+                kill_group(row.pgid, signal.SIGKILL)  # our launcher's group, recorded when we started it
+            ledger.end_attempt(
+                row.number, ended_s=self.wall(), rc=None, stopped_by="supervisor lost", failure_class="unknown",
+                verdict="the supervisor was killed during this attempt", last_step=None, checkpoint_step=None,
+                checkpoint_s=None, evidence=_scan_log(Path(row.log_path), patterns).evidence,
+            )
+            ledger.add_decision(row.number, self.wall(), Action.RETRY.value, hosts=[],
+                                reason="the supervisor was killed during this attempt; resumed", delay_s=0.0)
+
+    # -- one attempt -------------------------------------------------------
+    def _attempt(
+        self, ledger: Ledger, number: int, pool: Pool, patterns: PatternSet
+    ) -> tuple[Outcome, ScanResult, Pool]:
+        ckpt = self._checkpoint()
+        hostfile = self.run_dir / f"attempt-{number}.hosts"
+        # The local launcher reports each simulated host's process group, so demos and tests can crash one.
+        extra = ("--pids", str(self.run_dir / f"attempt-{number}.pids")) if self.config.launcher == "local" else ()
+        spec = LaunchSpec(launcher=self.config.launcher, hosts=pool.active, ppn=self.config.ppn,
+                          command=_with_resume(self.config.command, ckpt), hostfile=hostfile, extra_args=extra)
+        write_hostfile(hostfile, render_hostfile(pool.active, self.config.launcher, self.config.ppn))
+        log_path = self.run_dir / f"attempt-{number}.log"
+        ledger.begin_attempt(number, started_s=self.wall(), hosts=[h.raw for h in pool.active],
+                             spares=[h.raw for h in pool.spare], log_path=str(log_path),
+                             resumed_step=ckpt.step if ckpt else None, resumed_path=str(ckpt.path) if ckpt else None)
+        watch = _Watch(Scanner(patterns), self.clock())
+        launch = Launch(build_argv(spec), log_path, lambda chunk: self._seen(watch, chunk),
+                        env=self._env(number, ckpt), clock=self.clock)
+        if self.on_attempt is not None:
+            self.on_attempt(number, pool, log_path)
+        launch.start()
+        ledger.set_pgid(number, launch.pid)
+        self._watch(launch, watch, ledger, number)
+        return launch.finish(), watch.scanner.close(), pool
+
+    def _seen(self, watch: _Watch, chunk: bytes) -> None:
+        watch.scanner.feed(chunk)
+        watch.last_output_s = self.clock()
+        if watch.first_progress_s is None and watch.scanner.progress is not None:
+            watch.first_progress_s = self.wall()
+
+    def _watch(self, launch: Launch, watch: _Watch, ledger: Ledger, number: int) -> None:
+        """Poll until the launcher exits, ending it on request or when it goes silent."""
+        recorded_progress = False
+        while launch.poll(0.2) is None:
+            if watch.first_progress_s is not None and not recorded_progress:
+                ledger.set_first_progress(number, watch.first_progress_s)
+                recorded_progress = True
+            if self._stop_requested:
+                launch.stop("interrupted", self.config.grace_s)
+            elif self.clock() - watch.last_output_s > self.config.idle_timeout_s:
+                launch.stop("idle", self.config.grace_s)
+        if watch.first_progress_s is not None and not recorded_progress:
+            ledger.set_first_progress(number, watch.first_progress_s)
+
+    def _checkpoint(self) -> Checkpoint | None:
+        return find_latest(self.config.checkpoint_dir) if self.config.checkpoint_dir else None
+
+    def _env(self, number: int, ckpt: Checkpoint | None) -> dict[str, str]:
+        env = dict(os.environ, HOTSPARE_ATTEMPT=str(number), HOTSPARE_RUN_DIR=str(self.run_dir))
+        env.pop("HOTSPARE_RESUME_DIR", None)
+        env.pop("HOTSPARE_RESUME_STEP", None)
+        if ckpt is not None:
+            env.update(HOTSPARE_RESUME_DIR=str(ckpt.path), HOTSPARE_RESUME_STEP=str(ckpt.step))
+        return env
+
+    # -- judging and acting --------------------------------------------------
+    def _judge(self, ledger: Ledger, number: int, *, outcome: Outcome, result: ScanResult, pool: Pool,
+               history: History) -> tuple[Decision, Verdict]:
+        verdict = classify(result, rc=outcome.rc, allocation=pool.active)
+        if outcome.stopped_by == "interrupted":
+            verdict = replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
+                              exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
+        elif outcome.stopped_by == "idle":
+            verdict = self._probe(ledger, number, pool, verdict, why="idle")
+        decision = self._decide(verdict, pool, history)
+        if decision.action is Action.PROBE:
+            verdict = self._probe(ledger, number, pool, verdict, why="recurring unattributed failure")
+            decision = self._decide(verdict, pool, replace(history, probed=not verdict.exclude_hosts))
+        ckpt = self._checkpoint()
+        ledger.end_attempt(
+            number, ended_s=self.wall(), rc=outcome.rc, stopped_by=outcome.stopped_by,
+            failure_class=verdict.failure_class.value, verdict=verdict.reason,
+            last_step=result.progress.last_step if result.progress else None,
+            checkpoint_step=ckpt.step if ckpt else None,
+            checkpoint_s=ckpt.path.stat().st_mtime if ckpt else None, evidence=result.evidence,
+        )
+        return decision, verdict
+
+    def _decide(self, verdict: Verdict, pool: Pool, history: History) -> Decision:
+        return decide(verdict, pool, history, self.config.budgets, unit=self.rng.uniform(-1.0, 1.0))
+
+    def _probe(self, ledger: Ledger, number: int, pool: Pool, verdict: Verdict, *, why: str) -> Verdict:
+        """Ask every active host; the ones that do not answer are blamed (reason ``probed``)."""
+        results = probe_hosts(pool.active, self.config.launcher, self.run_dir / "probes",
+                              timeout_s=self.config.probe_timeout_s)
+        for res in results:
+            ledger.observe(number, self.wall(), "probe", res.host.name, f"{why}: {res.detail}")
+        dead = tuple(r.host for r in results if not r.ok)
+        if not dead:
+            return verdict
+        names = ", ".join(h.name for h in dead)
+        return replace(
+            verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=dead,
+            blamed=tuple(Blame(h, "probed", ()) for h in dead),
+            reason=f"node_loss: {names} did not answer a probe ({why})",
+        )
+
+    def _act(self, ledger: Ledger, quarantine: Quarantine, number: int, *, decision: Decision, verdict: Verdict,
+             pool: Pool, history: History) -> tuple[Pool, History]:
+        ledger.add_decision(number, self.wall(), decision.action.value, hosts=[h.name for h in decision.swap_out],
+                            reason=decision.reason, delay_s=decision.delay_s)
+        for host in decision.swap_out:
+            quarantine.add(host, decision.quarantine_reason or "scraped", attempt=number,
+                           ttl_s=self.config.quarantine_ttl_s, detail=verdict.reason)
+        new_pool = pool.swap(decision.swap_out) if decision.action is Action.SWAP else pool
+        new_history = _advance(history, verdict, decision, pool)
+        ledger.save_progress({"active": [h.raw for h in new_pool.active], "spare": [h.raw for h in new_pool.spare],
+                              "history": _history_to_json(new_history)})
+        return new_pool, new_history
+
+
+def _with_resume(command: Sequence[str], ckpt: Checkpoint | None) -> tuple[str, ...]:
+    """Fill an optional ``{resume}`` placeholder with the checkpoint path (empty on a first attempt)."""
+    path = str(ckpt.path) if ckpt else ""
+    return tuple(arg.replace("{resume}", path) for arg in command)
+
+
+def _advance(history: History, verdict: Verdict, decision: Decision, pool: Pool) -> History:
+    """History after this attempt: budgets spent, unattributed streak and strikes."""
+    fclass = verdict.failure_class
+    in_place = dict(history.in_place)
+    if decision.action is Action.RETRY:
+        in_place[fclass] = in_place.get(fclass, 0) + 1
+    unattributed = fclass not in (FailureClass.SUCCESS, FailureClass.CANCELLED) and not verdict.exclude_hosts
+    strikes = dict(history.strikes)
+    if unattributed:
+        for host in pool.active:
+            strikes[host] = strikes.get(host, 0) + 1
+    return History(
+        attempts=history.attempts + 1,
+        in_place=in_place,
+        unattributed=history.unattributed + 1 if unattributed else 0,
+        probed=history.probed and unattributed,
+        strikes=strikes,
+    )
+
+
+def _history_to_json(history: History) -> dict[str, Any]:
+    return {
+        "attempts": history.attempts, "unattributed": history.unattributed, "probed": history.probed,
+        "in_place": {k.value: v for k, v in history.in_place.items()},
+        "strikes": {h.raw: n for h, n in history.strikes.items()},
+    }
+
+
+def _history_from_json(data: Mapping[str, Any]) -> History:
+    return History(
+        attempts=int(data["attempts"]), unattributed=int(data["unattributed"]), probed=bool(data["probed"]),
+        in_place={FailureClass(k): int(v) for k, v in data["in_place"].items()},
+        strikes={Host(h): int(n) for h, n in data["strikes"].items()},
+    )
+
+
+def _scan_log(path: Path, patterns: PatternSet) -> ScanResult:
+    """The evidence in a log left by a lost attempt (none if the log is gone)."""
+    try:
+        return scan(path, patterns)
+    except InputError:
+        return ScanResult(evidence=(), lines=0, bytes_read=0)

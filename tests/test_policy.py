@@ -1,0 +1,121 @@
+"""decide(): every failure class against budget states, from tables; backoff is pure maths."""
+
+from __future__ import annotations
+
+import pytest
+
+from hotspare import FailureClass, Host
+from hotspare.classify import Blame, Verdict
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.policy import Action, Budgets, History, backoff_s, decide
+from hotspare.pool import Pool
+
+H = [Host(f"n{i}") for i in range(1, 6)]
+POOL = Pool(tuple(H[:3]), tuple(H[3:]))
+NO_SPARES = Pool(tuple(H[:3]), ())
+B = Budgets(backoff_base_s=1.0, backoff_max_s=8.0, jitter=0.0)
+
+
+def verdict(fclass: FailureClass, blamed: tuple[Host, ...] = (), reason: str = "scraped") -> Verdict:
+    exclude = blamed if fclass.excludes_hosts else ()
+    return Verdict(fclass, tuple(Blame(h, reason, ()) for h in blamed), (), (), fclass.retryable, exclude,
+                   f"{fclass.value}: test", ())
+
+
+CASES = [
+    # (class, blamed, pool, history, expected action, exit code, swapped out)
+    (FailureClass.SUCCESS, (), POOL, History(), Action.STOP, EXIT_OK, ()),
+    (FailureClass.CANCELLED, (), POOL, History(), Action.STOP, EXIT_INTERRUPTED, ()),
+    (FailureClass.USER_ERROR, (), POOL, History(), Action.STOP, EXIT_NO_RETRY, ()),
+    (FailureClass.OOM, (), POOL, History(), Action.STOP, EXIT_NO_RETRY, ()),
+    (FailureClass.WALLTIME, (), POOL, History(), Action.STOP, EXIT_NO_RETRY, ()),
+    (FailureClass.NODE_LOSS, (H[1],), POOL, History(), Action.SWAP, None, (H[1],)),
+    (FailureClass.RANK_KILLED, (H[2],), POOL, History(), Action.SWAP, None, (H[2],)),
+    (FailureClass.GPU_HW, (H[0],), POOL, History(), Action.SWAP, None, (H[0],)),
+    (FailureClass.NODE_LOSS, (H[1],), NO_SPARES, History(), Action.STOP, EXIT_RETRY_ELSEWHERE, (H[1],)),
+    (FailureClass.NODE_LOSS, (H[0], H[1], H[2]), POOL, History(), Action.STOP, EXIT_RETRY_ELSEWHERE, (H[0], H[1], H[2])),
+    # A blamed host that is not active (already swapped out) spends nothing.
+    (FailureClass.NODE_LOSS, (H[4],), POOL, History(), Action.RETRY, None, ()),
+    (FailureClass.TRANSIENT_IO, (), POOL, History(), Action.RETRY, None, ()),
+    (FailureClass.TRANSIENT_IO, (), POOL, History(in_place={FailureClass.TRANSIENT_IO: 2}), Action.STOP, EXIT_NO_RETRY, ()),
+    (FailureClass.NETWORK, (), POOL, History(in_place={FailureClass.NETWORK: 2}), Action.STOP, EXIT_RETRY_ELSEWHERE, ()),
+    (FailureClass.PREEMPTED, (), POOL, History(), Action.RETRY, None, ()),
+    # Unattributed: first retry in place, then probe, then (probed, no blind rotation) in place within budget.
+    (FailureClass.UNKNOWN, (), POOL, History(), Action.RETRY, None, ()),
+    (FailureClass.UNKNOWN, (), POOL, History(attempts=1, unattributed=1), Action.PROBE, None, ()),
+    (FailureClass.UNKNOWN, (), POOL, History(attempts=1, unattributed=1, probed=True), Action.RETRY, None, ()),
+    (FailureClass.NODE_LOSS, (), POOL, History(attempts=1, unattributed=1), Action.PROBE, None, ()),
+    # The attempt limit stops everything retryable.
+    (FailureClass.NODE_LOSS, (H[1],), POOL, History(attempts=10), Action.STOP, EXIT_NO_RETRY, ()),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0].value}-{c[4].value}")
+def test_decision_table(case: tuple) -> None:  # type: ignore[type-arg]
+    """Each class in each budget state gets the documented action, exit code and swap."""
+    fclass, blamed, pool, history, action, code, out = case
+    d = decide(verdict(fclass, blamed), pool, history, B)
+    assert (d.action, d.exit_code, d.swap_out) == (action, code, out), d.reason
+    assert d.reason
+
+
+def test_unattributed_failure_never_spends_a_spare_first() -> None:
+    """However the unattributed failure looks, the first one is retried in place, spares untouched."""
+    for fclass in (FailureClass.UNKNOWN, FailureClass.NODE_LOSS, FailureClass.RANK_KILLED):
+        d = decide(verdict(fclass), POOL, History(), Budgets(blind_rotation=True))
+        assert d.action is Action.RETRY and d.swap_out == ()
+
+
+def test_blind_rotation_only_when_enabled_and_recorded_blind() -> None:
+    """After a fruitless probe, a blind swap happens only with blind_rotation, with reason 'blind'."""
+    h = History(attempts=2, unattributed=2, probed=True)
+    assert decide(verdict(FailureClass.UNKNOWN), POOL, h, B).action is Action.RETRY
+    d = decide(verdict(FailureClass.UNKNOWN), POOL, h, Budgets(blind_rotation=True))
+    assert d.action is Action.SWAP and d.quarantine_reason == "blind"
+
+
+def test_probe_and_scheduler_reasons_carry_into_quarantine() -> None:
+    """A swap keeps the blame's reason (probed, scheduler) for the quarantine record."""
+    for why in ("probed", "scheduler"):
+        d = decide(verdict(FailureClass.NODE_LOSS, (H[1],), reason=why), POOL, History(), B)
+        assert d.quarantine_reason == why
+
+
+def test_strikes_quarantine_a_host_its_peers_do_not_share() -> None:
+    """A host at the strike limit, when the others are not, is swapped out with reason 'strikes'."""
+    h = History(attempts=3, unattributed=1, strikes={H[0]: 2, H[1]: 0, H[2]: 1})
+    d = decide(verdict(FailureClass.UNKNOWN), POOL, h, Budgets(strikes=3))
+    assert d.action is Action.SWAP and d.swap_out == (H[0],) and d.quarantine_reason == "strikes"
+    everyone = History(attempts=3, unattributed=1, strikes={H[0]: 2, H[1]: 2, H[2]: 2})
+    assert decide(verdict(FailureClass.UNKNOWN), POOL, everyone, Budgets(strikes=3)).action is not Action.SWAP
+
+
+def test_walltime_retries_only_when_time_reaches_the_next_checkpoint() -> None:
+    """Walltime stops unless the scheduler's remaining time covers the next checkpoint."""
+    v = verdict(FailureClass.WALLTIME)
+    assert decide(v, POOL, History(), B, walltime_left_s=900, checkpoint_eta_s=300).action is Action.RETRY
+    assert decide(v, POOL, History(), B, walltime_left_s=100, checkpoint_eta_s=300).action is Action.STOP
+
+
+@pytest.mark.parametrize(("retry", "unit", "expected"), [(1, 0, 1.0), (2, 0, 2.0), (3, 0, 4.0), (4, 0, 8.0), (9, 0, 8.0)])
+def test_backoff_doubles_and_caps(retry: int, unit: float, expected: float) -> None:
+    """Backoff is base * 2^(n-1), capped at the maximum."""
+    assert backoff_s(retry, B, unit) == expected
+
+
+def test_backoff_jitter_is_bounded() -> None:
+    """Jitter moves the delay by at most the jitter fraction either way."""
+    b = Budgets(backoff_base_s=10, backoff_max_s=10, jitter=0.2)
+    assert backoff_s(1, b, -1.0) == pytest.approx(8.0) and backoff_s(1, b, 1.0) == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize("bad", [{"max_attempts": 0}, {"strikes": 0}, {"jitter": 1.5}, {"backoff_base_s": 100, "backoff_max_s": 1}])
+def test_bad_budgets_name_the_fix(bad: dict) -> None:  # type: ignore[type-arg]
+    """Impossible settings are refused at construction."""
+    with pytest.raises(ValueError):
+        Budgets(**bad)
+
+
+def test_pool_swap_keeps_positions_and_order() -> None:
+    """A swap puts the next spare in the failed host's position."""
+    assert POOL.swap({H[1]}) == Pool((H[0], H[3], H[2]), (H[4],))

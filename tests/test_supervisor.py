@@ -1,0 +1,264 @@
+"""The supervisor end to end with the real local launcher and the synthetic trainer (real processes)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import HOTSPARE
+from hotspare import Host
+from hotspare.demo import crash_when
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK
+from hotspare.ledger import Ledger
+from hotspare.policy import Budgets
+from hotspare.pool import Pool
+from hotspare.quarantine import Quarantine
+from hotspare.supervisor import RunConfig, Supervisor
+from hotspare.trainer import advance, fault_free_checksum
+
+HOSTS = ("n1", "n2", "n3", "n4")
+STEPS = 30
+
+
+def trainer(ckpt: Path, *extra: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+            "--ckpt-dir", str(ckpt), "--step-s", "0.03", *extra)
+
+
+def config(tmp: Path, *extra: str, idle_s: float = 20.0) -> RunConfig:
+    return RunConfig(command=trainer(tmp / "ckpt", *extra), allocation=HOSTS, nhosts=3, launcher="local", ppn=2,
+                     checkpoint_dir=str(tmp / "ckpt"), idle_timeout_s=idle_s, grace_s=2, probe_timeout_s=3,
+                     budgets=Budgets(backoff_base_s=0.05, backoff_max_s=0.1))
+
+
+def final_checksum(run_dir: Path) -> str | None:
+    ledger = Ledger.open(run_dir)
+    try:
+        last = ledger.attempts()[-1]
+    finally:
+        ledger.close()
+    words = Path(last.log_path).read_text(errors="replace").split()
+    return next((w.split("=", 1)[1] for w in reversed(words) if w.startswith("checksum=")), None)
+
+
+@pytest.fixture
+def leftovers(tmp_path: Path) -> Iterator[Path]:
+    """Kill any launcher group a test left behind (by the pgids the ledger recorded), even on failure."""
+    yield tmp_path
+    for ledger_path in tmp_path.rglob("ledger.sqlite"):
+        ledger = Ledger.open(ledger_path.parent)
+        for row in ledger.attempts():
+            if row.pgid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(row.pgid, signal.SIGKILL)
+        ledger.close()
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_crashed_host_k_is_exactly_the_one_evicted(leftovers: Path, k: int) -> None:
+    """The seed's discriminating test for every k: crash active[k]; that host and no other is swapped out,
+    the run resumes from a checkpoint and ends with the fault-free checksum."""
+    victim = HOSTS[k]
+
+    def on_attempt(number: int, pool: Pool, log: Path) -> None:
+        if number == 1:
+            crash_when(log, victim, step=12)
+
+    run = leftovers / "run"
+    code = Supervisor(config(leftovers), run, on_attempt=on_attempt).run()
+    assert code == EXIT_OK
+    ledger = Ledger.open(run)
+    attempts, decisions = ledger.attempts(), ledger.decisions()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert [a.failure_class for a in attempts] == ["rank_killed", "success"]
+    assert decisions[0][2:4] == ("swap", (victim,))
+    assert [(e.host.name, e.reason) for e in entries] == [(victim, "scraped")]
+    assert attempts[1].hosts == tuple(h if h != victim else "n4" for h in HOSTS[:3])
+    assert attempts[1].resumed_step is not None and attempts[1].resumed_step >= 10
+    assert final_checksum(run) == fault_free_checksum(STEPS)
+
+
+def test_enospc_retries_in_place_without_spending_a_spare(leftovers: Path) -> None:
+    """ENOSPC raised by the trainer: transient_io, retried on the same hosts, no quarantine, success."""
+    run = leftovers / "run"
+    assert Supervisor(config(leftovers, "--enospc-at", "8"), run).run() == EXIT_OK
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    assert [a.failure_class for a in attempts] == ["transient_io", "success"]
+    assert attempts[0].hosts == attempts[1].hosts and attempts[1].spares == ("n4",)
+    assert Quarantine.attach(ledger.connection).entries() == []
+    ledger.close()
+    assert final_checksum(run) == fault_free_checksum(STEPS)
+
+
+def test_user_error_is_not_retried(leftovers: Path) -> None:
+    """A missing module at start: user_error, one attempt, the 'do not retry' exit code."""
+    run = leftovers / "run"
+    assert Supervisor(config(leftovers, "--import-error"), run).run() == EXIT_NO_RETRY
+    ledger = Ledger.open(run)
+    assert [a.failure_class for a in ledger.attempts()] == ["user_error"]
+    assert ledger.run_state() == ("failed", EXIT_NO_RETRY)
+    ledger.close()
+
+
+def test_truncated_newest_checkpoint_is_skipped(leftovers: Path) -> None:
+    """With step-20 truncated (manifest size mismatch), the first attempt resumes from step-10."""
+    ckpt = leftovers / "ckpt"
+    for step in (10, 20):
+        d = ckpt / f"step-{step}"
+        d.mkdir(parents=True)
+        state = "seed"
+        for s in range(1, step + 1):
+            state = advance(state, s)
+        (d / "state.json").write_text(json.dumps({"step": step, "state": state}))
+        (d / "manifest.json").write_text(json.dumps({"step": step, "files": {"state.json": (d / "state.json").stat().st_size}}))
+    (ckpt / "step-20" / "state.json").write_text("{")  # truncated by a full disk
+    run = leftovers / "run"
+    assert Supervisor(config(leftovers), run).run() == EXIT_OK
+    ledger = Ledger.open(run)
+    assert ledger.attempts()[0].resumed_step == 10
+    ledger.close()
+    assert final_checksum(run) == fault_free_checksum(STEPS)
+
+
+def test_hung_host_is_found_by_the_probe(leftovers: Path) -> None:
+    """A frozen host (SIGSTOPped, and new processes there hang too) goes silent: the idle watchdog ends the
+    attempt, the probe names the host (reason 'probed'), it is swapped and the run completes."""
+    faults = leftovers / "faults.json"
+    faults.write_text("{}")
+    victim = "n2"
+
+    def freeze(number: int, pool: Pool, log: Path) -> None:
+        if number != 1:
+            return
+
+        def go() -> None:
+            pids = log.with_suffix(".pids")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (pids.exists() and b"step=12 " in log.read_bytes()):
+                time.sleep(0.02)
+            faults.write_text(json.dumps({"frozen": [victim]}))
+            os.killpg(json.loads(pids.read_text())[victim], signal.SIGSTOP)
+
+        threading.Thread(target=go, daemon=True).start()
+
+    os.environ["HOTSPARE_LOCAL_FAULTS"] = str(faults)
+    try:
+        run = leftovers / "run"
+        code = Supervisor(config(leftovers, idle_s=2.0), run, on_attempt=freeze).run()
+    finally:
+        del os.environ["HOTSPARE_LOCAL_FAULTS"]
+    ledger = Ledger.open(run)
+    attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
+    probes = [o for o in ledger.observations(1) if o[2] == "probe"]
+    ledger.close()
+    assert code == EXIT_OK
+    assert attempts[0].stopped_by == "idle"
+    assert [(e.host.name, e.reason) for e in entries] == [(victim, "probed")]
+    assert {o[3] for o in probes} == {"n1", "n2", "n3"}
+    assert final_checksum(run) == fault_free_checksum(STEPS)
+
+
+def _launch_cli(tmp: Path, run: Path) -> subprocess.Popen[bytes]:
+    cmd = [str(HOTSPARE), "launch", "--hosts", ",".join(HOSTS), "--nhosts", "3", "--launcher", "local", "--ppn", "2",
+           "--checkpoint-dir", str(tmp / "ckpt"), "--run-dir", str(run), "--", *trainer(tmp / "ckpt")]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _wait_for_step(log: Path, step: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and f"step={step} ".encode() in log.read_bytes():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"step {step} never appeared in {log}")
+
+
+def test_sigterm_cancels_cleanly(leftovers: Path) -> None:
+    """SIGTERM to `hotspare launch`: the launcher's ranks are ended, the run is recorded cancelled, exit 130."""
+    run = leftovers / "run"
+    proc = _launch_cli(leftovers, run)
+    try:
+        _wait_for_step(run / "attempt-1.log", 5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == EXIT_INTERRUPTED
+    finally:
+        proc.kill()
+        proc.wait()
+    ledger = Ledger.open(run)
+    assert ledger.run_state() == ("cancelled", EXIT_INTERRUPTED)
+    pgid = ledger.attempts()[0].pgid
+    ledger.close()
+    assert pgid is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    for group in json.loads((run / "attempt-1.pids").read_text()).values():
+        with pytest.raises(ProcessLookupError):
+            os.killpg(group, 0)
+
+
+def test_supervisor_sigkill_then_resume(leftovers: Path) -> None:
+    """SIGKILL the supervisor mid-attempt; `--resume` ends the orphaned attempt, keeps its log, numbers on, finishes."""
+    run = leftovers / "run"
+    proc = _launch_cli(leftovers, run)
+    try:
+        _wait_for_step(run / "attempt-1.log", 8)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+    first_log = (run / "attempt-1.log").read_bytes()
+    resumed = subprocess.run([str(HOTSPARE), "launch", "--resume", str(run)], capture_output=True, timeout=120, check=False)
+    assert resumed.returncode == EXIT_OK, resumed.stderr
+    assert (run / "attempt-1.log").read_bytes().startswith(first_log)
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    ledger.close()
+    assert [a.number for a in attempts] == [1, 2]
+    assert attempts[0].stopped_by == "supervisor lost"
+    assert attempts[1].resumed_step is not None
+    assert final_checksum(run) == fault_free_checksum(STEPS)
+
+
+@pytest.mark.parametrize("hosts", ["n1;rm -rf /,n2", "n1,$(reboot)", "n1,nœud", "a" * 300])
+def test_hostile_allocation_is_refused_before_anything_runs(tmp_path: Path, hosts: str) -> None:
+    """Hostile host text in the allocation: one error line, exit 2, no run directory written."""
+    run = tmp_path / "run"
+    result = subprocess.run([str(HOTSPARE), "launch", "--hosts", hosts, "--nhosts", "1", "--launcher", "local",
+                             "--run-dir", str(run), "--", "true"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert not run.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--hosts", "n[1-2]", "--nhosts", "3"], "more than the 2 usable hosts"),
+    (["--hostfile", "/nonexistent/hosts"], "cannot read"),
+    (["--hosts", "n1"], "no command"),
+])
+def test_bad_allocation_exits_2_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
+    """Impossible allocations and missing commands: one error line naming the problem, exit 2, nothing written."""
+    run = tmp_path / "run"
+    tail = [] if "no command" in message else ["--", "true"]
+    result = subprocess.run([str(HOTSPARE), "launch", *args, "--run-dir", str(run), *tail],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and message in result.stderr
+    assert not run.exists()
+
+
+def test_pool_excludes_quarantined_hosts() -> None:
+    """A quarantined host of the allocation is neither active nor spare."""
+    hosts = [Host(h) for h in HOSTS]
+    assert Pool.split(hosts, 2, exclude={Host("n1")}) == Pool((Host("n2"), Host("n3")), (Host("n4"),))
