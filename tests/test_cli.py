@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from conftest import run_cli
@@ -122,3 +123,26 @@ def test_wrap_width_option_is_validated() -> None:
     assert run_cli("classify", "--wrap-width", "auto", "-", stdin=b"x\n").returncode == 0
     bad = run_cli("classify", "--wrap-width", "5", "-", stdin=b"x\n")
     assert bad.returncode == 2 and "narrower" in bad.stderr
+
+
+def test_min_free_gb_refuses_to_start(tmp_path: Path) -> None:
+    """--min-free-gb larger than the disk: one error line naming the path and the fix, exit 2, nothing written."""
+    run = tmp_path / "run"
+    result = run_cli("launch", "--hosts", "n1", "--launcher", "local", "--min-free-gb", "1e9", "--checkpoint-dir",
+                     str(tmp_path), "--run-dir", str(run), "--", "true")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1 and "--min-free-gb" in result.stderr
+    assert not run.exists()
+
+
+def test_demo_and_postmortem(tmp_path: Path) -> None:
+    """`hotspare demo` fails over and matches the fault-free checksum; `postmortem --json` reads its run."""
+    demo = run_cli("demo", "--keep")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "equal; exit code 0" in demo.stdout and "out (scraped)" in demo.stdout
+    run_dir = demo.stdout.rsplit("run directory ", 1)[1].strip()
+    report = json.loads(run_cli("postmortem", "--json", run_dir).stdout)
+    assert report["state"] == "succeeded" and len(report["attempts"]) == 2
+    assert report["decisions"][0]["action"] == "swap" and report["incidents"][0]["died_of"] == "rank_killed"
+    assert run_cli("postmortem", str(tmp_path)).returncode == 2
+    shutil.rmtree(Path(run_dir).parent)

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ from hotspare.ledger import Ledger
 from hotspare.policy import Budgets
 from hotspare.pool import Pool
 from hotspare.quarantine import Quarantine
+from hotspare.runner import Completed
+from hotspare.scheduler import SchedulerQuery
 from hotspare.supervisor import RunConfig, Supervisor
 from hotspare.trainer import advance, fault_free_checksum
 
@@ -262,3 +265,59 @@ def test_pool_excludes_quarantined_hosts() -> None:
     """A quarantined host of the allocation is neither active nor spare."""
     hosts = [Host(h) for h in HOSTS]
     assert Pool.split(hosts, 2, exclude={Host("n1")}) == Pool((Host("n2"), Host("n3")), (Host("n4"),))
+
+
+def _fake_slurm(sick: set[str]) -> SchedulerQuery:
+    """A SLURM query answering `scontrol show node` from a table (the real parser reads it)."""
+
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        blocks = [f"NodeName={h} Arch=x86_64\n   State={'DOWN+NOT_RESPONDING' if h in sick else 'ALLOCATED'} "
+                  "ThreadsPerCore=1\n" for h in argv[-1].split(",")]
+        return Completed(tuple(argv), 0, "\n".join(blocks), "", False)
+
+    return SchedulerQuery("slurm", "42", run=run)
+
+
+def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Path) -> None:
+    """A frozen node the scheduler reports DOWN, confirmed by a failed probe, ends the attempt long before the
+    idle timeout; it is swapped with reason 'scheduler'."""
+    faults = leftovers / "faults.json"
+    faults.write_text(json.dumps({"frozen": ["n1"]}))
+    victim = "n1"  # rank 0's host: freezing it silences the job
+
+    def freeze(number: int, pool: Pool, log: Path) -> None:
+        if number == 1:
+            threading.Thread(target=_freeze_at, args=(log, victim, 10), daemon=True).start()
+
+    cfg = replace(config(leftovers, idle_s=300.0), stall_s=1.0, scheduler_poll_s=0.5)
+    os.environ["HOTSPARE_LOCAL_FAULTS"] = str(faults)
+    try:
+        code = Supervisor(cfg, leftovers / "run", on_attempt=freeze, scheduler=_fake_slurm({victim})).run()
+    finally:
+        del os.environ["HOTSPARE_LOCAL_FAULTS"]
+    ledger = Ledger.open(leftovers / "run")
+    attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
+    kinds = {(o[2], o[3]) for o in ledger.observations(1)}
+    ledger.close()
+    assert code == EXIT_OK
+    assert attempts[0].stopped_by == "scheduler"
+    assert [(e.host.name, e.reason) for e in entries] == [(victim, "scheduler")]
+    assert ("scheduler", victim) in kinds and ("probe", victim) in kinds
+
+
+def test_scheduler_alone_never_evicts_a_node_making_progress(leftovers: Path) -> None:
+    """The scheduler calls n2 DOWN all along, but the job keeps printing progress: nothing is swapped."""
+    cfg = replace(config(leftovers), stall_s=1.0, scheduler_poll_s=0.2)
+    code = Supervisor(cfg, leftovers / "run", scheduler=_fake_slurm({"n2"})).run()
+    ledger = Ledger.open(leftovers / "run")
+    attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert code == EXIT_OK and len(attempts) == 1 and entries == []
+
+
+def _freeze_at(log: Path, host: str, step: int) -> None:
+    pids = log.with_suffix(".pids")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (pids.exists() and f"step={step} ".encode() in log.read_bytes()):
+        time.sleep(0.02)
+    os.killpg(json.loads(pids.read_text())[host], signal.SIGSTOP)

@@ -31,6 +31,7 @@ from hotspare.evidence import Evidence, Progress, ScanResult
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
 from hotspare.patterns import Role
+from hotspare.scheduler import unhealthy
 
 # SLURM job states (sacct/scontrol) and what they mean here; unknown states
 # fall through to the exit status.
@@ -45,7 +46,6 @@ _JOB_STATES: Mapping[str, FailureClass] = {
     "COMPLETED": FailureClass.SUCCESS,
 }
 
-_DOWN_STATES = ("DOWN", "NOT_RESPONDING", "FAIL", "NO_RESPOND")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +89,7 @@ class SchedulerFacts:
 
     def unhealthy(self) -> list[Host]:
         """Nodes the scheduler reports down or not responding."""
-        return sorted(h for h, s in self.node_states.items() if _is_down(s))
-
-
-def _is_down(state: str) -> bool:
-    upper = state.upper()
-    return upper.endswith("*") or any(word in upper for word in _DOWN_STATES)
+        return sorted(h for h, s in self.node_states.items() if unhealthy(s))
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,8 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--nhosts", type=int, help="active hosts (the rest are spares)")
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
     p.add_argument("--ppn", type=int, default=1, help="ranks per host")
+    p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
+                   help="extra option for the launcher, before the command (repeatable)")
     p.add_argument("--checkpoint-dir", help="resume each attempt from the newest complete checkpoint here")
     p.add_argument("--min-free-gb", type=float, help="refuse to start with less free space (per OST on Lustre)")
     p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds without output before a hang")
@@ -309,6 +311,7 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
         raise UsageError(str(exc)) from exc
     config = RunConfig(
         command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
+        launcher_args=tuple(args.launcher_arg),
         ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
         probe_timeout_s=args.probe_timeout, budgets=budgets,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hotspare.checkpoint import Checkpoint, find_latest
+from hotspare.checkpoint import Checkpoint, find_latest, parse_step
 from hotspare.classify import Blame, Verdict, classify
 from hotspare.errors import EXIT_INTERRUPTED, InputError
 from hotspare.evidence import ScanResult
@@ -32,6 +32,7 @@ from hotspare.probe import probe_hosts
 from hotspare.quarantine import Quarantine
 from hotspare.runner import Launch, Outcome, kill_group
 from hotspare.scan import Scanner, scan
+from hotspare.scheduler import SchedulerQuery, unhealthy
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +43,17 @@ class RunConfig:
     allocation: tuple[str, ...]
     nhosts: int
     launcher: str = "local"
+    #: Extra launcher options, placed before the command (e.g. ``-launcher fork``, ``--cpu-bind``).
+    launcher_args: tuple[str, ...] = ()
     ppn: int = 1
     checkpoint_dir: str | None = None
     idle_timeout_s: float = 600.0
     grace_s: float = 10.0
     probe_timeout_s: float = 30.0
+    #: How often the scheduler is asked about the active nodes while output has stalled.
+    scheduler_poll_s: float = 5.0
+    #: Silence after which a node the scheduler calls unhealthy is probed (progress has stalled).
+    stall_s: float = 10.0
     quarantine_ttl_s: float | None = None
     budgets: Budgets = field(default_factory=Budgets)
 
@@ -66,6 +73,7 @@ class RunConfig:
         values = dict(data)
         values["command"] = tuple(values["command"])
         values["allocation"] = tuple(values["allocation"])
+        values["launcher_args"] = tuple(values.get("launcher_args", ()))
         values["budgets"] = Budgets(**values.get("budgets", {}))
         return cls(**values)
 
@@ -77,6 +85,9 @@ class _Watch:
     scanner: Scanner
     last_output_s: float
     first_progress_s: float | None = None
+    last_asked_s: float = 0.0
+    #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
+    scheduler_blamed: tuple[Host, ...] = ()
 
 
 class Supervisor:
@@ -94,6 +105,7 @@ class Supervisor:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         on_attempt: Callable[[int, Pool, Path], None] | None = None,
+        scheduler: SchedulerQuery | None = None,
     ) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
@@ -104,7 +116,9 @@ class Supervisor:
         self.sleep = sleep
         self.rng = rng or random.Random()  # noqa: S311 -- backoff jitter, not a secret
         self.on_attempt = on_attempt
+        self.scheduler = scheduler if scheduler is not None else SchedulerQuery.detect()
         self._stop_requested = False
+        self._scheduler_blamed: tuple[Host, ...] = ()
 
     def request_stop(self) -> None:
         """Ask the run to end: the launcher gets SIGTERM (SIGKILL after the grace); recorded as cancelled."""
@@ -169,7 +183,9 @@ class Supervisor:
         ckpt = self._checkpoint()
         hostfile = self.run_dir / f"attempt-{number}.hosts"
         # The local launcher reports each simulated host's process group, so demos and tests can crash one.
-        extra = ("--pids", str(self.run_dir / f"attempt-{number}.pids")) if self.config.launcher == "local" else ()
+        extra = self.config.launcher_args
+        if self.config.launcher == "local":
+            extra = (*extra, "--pids", str(self.run_dir / f"attempt-{number}.pids"))
         spec = LaunchSpec(launcher=self.config.launcher, hosts=pool.active, ppn=self.config.ppn,
                           command=_with_resume(self.config.command, ckpt), hostfile=hostfile, extra_args=extra)
         write_hostfile(hostfile, render_hostfile(pool.active, self.config.launcher, self.config.ppn))
@@ -184,8 +200,10 @@ class Supervisor:
             self.on_attempt(number, pool, log_path)
         launch.start()
         ledger.set_pgid(number, launch.pid)
-        self._watch(launch, watch, ledger, number)
-        return launch.finish(), watch.scanner.close(), pool
+        self._watch(launch, watch, ledger, number, pool)
+        outcome = launch.finish()
+        self._scheduler_blamed = watch.scheduler_blamed
+        return outcome, watch.scanner.close(), pool
 
     def _seen(self, watch: _Watch, chunk: bytes) -> None:
         watch.scanner.feed(chunk)
@@ -193,19 +211,44 @@ class Supervisor:
         if watch.first_progress_s is None and watch.scanner.progress is not None:
             watch.first_progress_s = self.wall()
 
-    def _watch(self, launch: Launch, watch: _Watch, ledger: Ledger, number: int) -> None:
-        """Poll until the launcher exits, ending it on request or when it goes silent."""
+    def _watch(self, launch: Launch, watch: _Watch, ledger: Ledger, number: int, pool: Pool) -> None:
+        """Poll until the launcher exits, ending it on request, when it goes silent, or when a stalled
+        node is reported unhealthy by the scheduler and fails a probe."""
         recorded_progress = False
         while launch.poll(0.2) is None:
             if watch.first_progress_s is not None and not recorded_progress:
                 ledger.set_first_progress(number, watch.first_progress_s)
                 recorded_progress = True
+            silent_s = self.clock() - watch.last_output_s
             if self._stop_requested:
                 launch.stop("interrupted", self.config.grace_s)
-            elif self.clock() - watch.last_output_s > self.config.idle_timeout_s:
+            elif silent_s > self.config.idle_timeout_s:
                 launch.stop("idle", self.config.grace_s)
+            elif silent_s > self.config.stall_s and self._scheduler_says_dead(watch, ledger, number, pool):
+                launch.stop("scheduler", self.config.grace_s)
         if watch.first_progress_s is not None and not recorded_progress:
             ledger.set_first_progress(number, watch.first_progress_s)
+
+    def _scheduler_says_dead(self, watch: _Watch, ledger: Ledger, number: int, pool: Pool) -> bool:
+        """Ask the scheduler (at most every scheduler_poll_s) about stalled nodes; confirm with a probe.
+
+        Never acts on the scheduler's word alone: an unhealthy report only counts for a node
+        that then fails a probe (SLURM marks a node NOT_RESPONDING ~8 s before srun gives up).
+        """
+        if self.clock() - watch.last_asked_s < self.config.scheduler_poll_s:
+            return False
+        watch.last_asked_s = self.clock()
+        sick = [h for h, state in self.scheduler.node_states(pool.active).items() if unhealthy(state)]
+        for host in sick:
+            ledger.observe(number, self.wall(), "scheduler", host.name, "reported unhealthy while output stalled")
+        if not sick:
+            return False
+        results = probe_hosts([h for h in pool.active if h in sick], self.config.launcher,
+                              self.run_dir / "probes", timeout_s=self.config.probe_timeout_s)
+        for res in results:
+            ledger.observe(number, self.wall(), "probe", res.host.name, f"scheduler report: {res.detail}")
+        watch.scheduler_blamed = tuple(r.host for r in results if not r.ok)
+        return bool(watch.scheduler_blamed)
 
     def _checkpoint(self) -> Checkpoint | None:
         return find_latest(self.config.checkpoint_dir) if self.config.checkpoint_dir else None
@@ -227,10 +270,13 @@ class Supervisor:
                               exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
         elif outcome.stopped_by == "idle":
             verdict = self._probe(ledger, number, pool, verdict, why="idle")
-        decision = self._decide(verdict, pool, history)
+        elif outcome.stopped_by == "scheduler" and not verdict.exclude_hosts:
+            verdict = _blame(verdict, self._scheduler_blamed, "scheduler",
+                             "reported unhealthy by the scheduler while stalled, and failed a probe")
+        decision = self._decide(verdict, pool, history, self._walltime(ledger, number, verdict))
         if decision.action is Action.PROBE:
             verdict = self._probe(ledger, number, pool, verdict, why="recurring unattributed failure")
-            decision = self._decide(verdict, pool, replace(history, probed=not verdict.exclude_hosts))
+            decision = self._decide(verdict, pool, replace(history, probed=not verdict.exclude_hosts), (None, None))
         ckpt = self._checkpoint()
         ledger.end_attempt(
             number, ended_s=self.wall(), rc=outcome.rc, stopped_by=outcome.stopped_by,
@@ -241,8 +287,19 @@ class Supervisor:
         )
         return decision, verdict
 
-    def _decide(self, verdict: Verdict, pool: Pool, history: History) -> Decision:
-        return decide(verdict, pool, history, self.config.budgets, unit=self.rng.uniform(-1.0, 1.0))
+    def _decide(self, verdict: Verdict, pool: Pool, history: History,
+                walltime: tuple[float | None, float | None]) -> Decision:
+        return decide(verdict, pool, history, self.config.budgets, unit=self.rng.uniform(-1.0, 1.0),
+                      walltime_left_s=walltime[0], checkpoint_eta_s=walltime[1])
+
+    def _walltime(self, ledger: Ledger, number: int, verdict: Verdict) -> tuple[float | None, float | None]:
+        """For a walltime verdict: the scheduler's remaining time and the checkpoint interval."""
+        if verdict.failure_class is not FailureClass.WALLTIME:
+            return None, None
+        left = self.scheduler.walltime_left_s()
+        every = _checkpoint_interval_s(self.config.checkpoint_dir)
+        ledger.observe(number, self.wall(), "walltime", None, f"left {left} s, checkpoint every {every} s")
+        return left, every
 
     def _probe(self, ledger: Ledger, number: int, pool: Pool, verdict: Verdict, *, why: str) -> Verdict:
         """Ask every active host; the ones that do not answer are blamed (reason ``probed``)."""
@@ -251,14 +308,7 @@ class Supervisor:
         for res in results:
             ledger.observe(number, self.wall(), "probe", res.host.name, f"{why}: {res.detail}")
         dead = tuple(r.host for r in results if not r.ok)
-        if not dead:
-            return verdict
-        names = ", ".join(h.name for h in dead)
-        return replace(
-            verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=dead,
-            blamed=tuple(Blame(h, "probed", ()) for h in dead),
-            reason=f"node_loss: {names} did not answer a probe ({why})",
-        )
+        return _blame(verdict, dead, "probed", f"did not answer a probe ({why})") if dead else verdict
 
     def _act(self, ledger: Ledger, quarantine: Quarantine, number: int, *, decision: Decision, verdict: Verdict,
              pool: Pool, history: History) -> tuple[Pool, History]:
@@ -272,6 +322,24 @@ class Supervisor:
         ledger.save_progress({"active": [h.raw for h in new_pool.active], "spare": [h.raw for h in new_pool.spare],
                               "history": _history_to_json(new_history)})
         return new_pool, new_history
+
+
+def _blame(verdict: Verdict, hosts: tuple[Host, ...], reason: str, why: str) -> Verdict:
+    """The verdict with ``hosts`` blamed for a node loss found outside the log (probe, scheduler)."""
+    names = ", ".join(h.name for h in hosts)
+    return replace(
+        verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
+        blamed=tuple(Blame(h, reason, ()) for h in hosts), reason=f"node_loss: {names} {why}",
+    )
+
+
+def _checkpoint_interval_s(directory: str | None) -> float | None:
+    """Seconds between the two newest checkpoint directories (how long the next one will take)."""
+    if directory is None or not Path(directory).is_dir():
+        return None
+    dirs = [p for p in Path(directory).iterdir() if p.is_dir() and parse_step(p.name) is not None]
+    times = sorted(p.stat().st_mtime for p in dirs)
+    return times[-1] - times[-2] if len(times) >= 2 else None
 
 
 def _with_resume(command: Sequence[str], ckpt: Checkpoint | None) -> tuple[str, ...]:

@@ -1,0 +1,94 @@
+"""Scheduler facts: parsers on captured real output, and queries that fail soft."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from hotspare import Host
+from hotspare.runner import Completed
+from hotspare.scheduler import (
+    SchedulerQuery,
+    parse_duration_s,
+    parse_pbsnodes,
+    parse_qstat_time_left,
+    parse_scontrol_nodes,
+    parse_squeue_time_left,
+    unhealthy,
+)
+
+DATA = Path(__file__).parent / "data" / "slurm-testbed"
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1-02:03:04", 93784), ("02:03:04", 7384), ("3:04", 184), ("45", 45), ("0:00", 0),
+    ("UNLIMITED", None), ("INVALID", None), ("NOT_SET", None), ("", None),
+])
+def test_durations(text: str, seconds: float | None) -> None:
+    """SLURM %L and PBS walltime strings become seconds; UNLIMITED and friends become None."""
+    assert parse_duration_s(text) == seconds
+
+
+def test_squeue_and_qstat_time_left() -> None:
+    """Remaining walltime from squeue %L and from qstat -f (PBS Pro's Walltime.Remaining or limit minus used)."""
+    assert parse_squeue_time_left("  1:02:00\n") == 3720
+    assert parse_qstat_time_left("Job Id: 7.pbs\n    Walltime.Remaining = 3540\n") == 3540
+    text = "Job Id: 7.pbs\n    Resource_List.walltime = 01:00:00\n    resources_used.walltime = 00:10:30\n"
+    assert parse_qstat_time_left(text) == 2970
+
+
+def test_scontrol_show_node_from_the_test_bed() -> None:
+    """The crashed node's block in a real capture reads DOWN+NOT_RESPONDING: unhealthy."""
+    text = (DATA / "a2-crash-node.log").read_text()
+    block = text[text.index("NodeName=n2"):]
+    block = block[: block.index("###")]
+    states = parse_scontrol_nodes(block)
+    assert states == {Host("n2"): "DOWN+NOT_RESPONDING"}
+    assert unhealthy(states[Host("n2")])
+
+
+def test_pbsnodes_from_the_torque_wrappers() -> None:
+    """pbsnodes output (slurm-wlm-torque) gives each node's state; free is healthy."""
+    states = parse_pbsnodes((DATA / "t3-torque-wrappers.log").read_text())
+    assert {h.name for h in states} >= {"n1", "n2", "n3", "n4"}
+    assert not any(unhealthy(s) for s in states.values())
+
+
+@pytest.mark.parametrize(("state", "sick"), [
+    ("DOWN*", True), ("IDLE+NOT_RESPONDING", True), ("ALLOCATED*", True), ("FAIL", True), ("down,offline", True),
+    ("state-unknown", True), ("ALLOCATED", False), ("MIXED", False), ("free", False), ("job-exclusive", False),
+    ("DRAINING", False),
+])
+def test_unhealthy_states(state: str, sick: bool) -> None:
+    """SLURM '*'/DOWN/NOT_RESPONDING/FAIL and PBS down/offline/unknown are unhealthy; busy or draining nodes are not."""
+    assert unhealthy(state) is sick
+
+
+def test_queries_fail_soft() -> None:
+    """Outside a job, or when the command fails, the query knows nothing rather than inventing a fault."""
+    assert SchedulerQuery.detect({}).node_states([Host("n1")]) == {}
+    assert SchedulerQuery.detect({}).walltime_left_s() is None
+
+    def broken(argv: Sequence[str], timeout_s: float) -> Completed:
+        return Completed(tuple(argv), None, "", "", True)
+
+    slurm = SchedulerQuery("slurm", "9", run=broken)
+    assert slurm.node_states([Host("n1")]) == {} and slurm.walltime_left_s() is None
+    assert SchedulerQuery.detect({"SLURM_JOB_ID": "9"}).kind == "slurm"
+    assert SchedulerQuery.detect({"PBS_JOBID": "9.pbs"}).kind == "pbs"
+
+
+def test_slurm_query_asks_the_right_commands() -> None:
+    """node_states asks scontrol for exactly the active hosts (raw forms); walltime asks squeue %L."""
+    asked: list[tuple[str, ...]] = []
+
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        asked.append(tuple(argv))
+        return Completed(tuple(argv), 0, "5:00\n" if argv[0] == "squeue" else "NodeName=n1 State=IDLE\n", "", False)
+
+    query = SchedulerQuery("slurm", "77", run=run)
+    assert query.node_states([Host("n1"), Host("n2")]) == {Host("n1"): "IDLE"}
+    assert query.walltime_left_s() == 300
+    assert asked == [("scontrol", "show", "node", "n1,n2"), ("squeue", "-h", "-j", "77", "-o", "%L")]
