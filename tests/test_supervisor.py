@@ -85,7 +85,7 @@ def test_crashed_host_k_is_exactly_the_one_evicted(leftovers: Path, k: int) -> N
     entries = Quarantine.attach(ledger.connection).entries()
     ledger.close()
     assert [a.failure_class for a in attempts] == ["rank_killed", "success"]
-    assert decisions[0][2:4] == ("swap", (victim,))
+    assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", (victim,), "scraped")
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "scraped")]
     assert attempts[1].hosts == tuple(h if h != victim else "n4" for h in HOSTS[:3])
     assert attempts[1].resumed_step is not None and attempts[1].resumed_step >= 10
@@ -321,3 +321,24 @@ def _freeze_at(log: Path, host: str, step: int) -> None:
     while time.monotonic() < deadline and not (pids.exists() and f"step={step} ".encode() in log.read_bytes()):
         time.sleep(0.02)
     os.killpg(json.loads(pids.read_text())[host], signal.SIGSTOP)
+
+
+def test_expired_quarantine_is_readmitted_after_a_passing_probe(leftovers: Path) -> None:
+    """With a zero quarantine TTL, the first crashed host (probed healthy again) becomes the spare that
+    replaces the second crashed host, instead of the run giving up for want of spares."""
+    crashes = {1: "n2", 2: "n4"}
+
+    def on_attempt(number: int, pool: Pool, log: Path) -> None:
+        if number in crashes:
+            crash_when(log, crashes[number], step=8 if number == 1 else 18)
+
+    cfg = replace(config(leftovers), quarantine_ttl_s=0.0)
+    code = Supervisor(cfg, leftovers / "run", on_attempt=on_attempt).run()
+    ledger = Ledger.open(leftovers / "run")
+    attempts = ledger.attempts()
+    readmits = [o for o in ledger.observations() if o[2] == "readmit"]
+    ledger.close()
+    assert code == EXIT_OK
+    assert [a.hosts for a in attempts] == [("n1", "n2", "n3"), ("n1", "n4", "n3"), ("n1", "n2", "n3")]
+    assert readmits and readmits[0][3] == "n2"
+    assert final_checksum(leftovers / "run") == fault_free_checksum(STEPS)

@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     action TEXT NOT NULL,
     hosts TEXT NOT NULL,
     reason TEXT NOT NULL,
-    delay_s REAL NOT NULL
+    delay_s REAL NOT NULL,
+    quarantine_reason TEXT
 );
 CREATE TABLE IF NOT EXISTS evidence (
     attempt INTEGER NOT NULL,
@@ -98,6 +99,19 @@ class AttemptRow:
     last_step: int | None
     checkpoint_step: int | None
     checkpoint_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    """One decision as recorded: what, on which hosts, why, after how long."""
+
+    attempt: int
+    at_s: float
+    action: str
+    hosts: tuple[str, ...]
+    reason: str
+    delay_s: float
+    quarantine_reason: str | None
 
 
 class Ledger:
@@ -221,14 +235,14 @@ class Ledger:
 
     # -- decisions and observations ----------------------------------------
     def add_decision(self, attempt: int, at_s: float, action: str, *, hosts: Iterable[str], reason: str,
-                     delay_s: float) -> None:
+                     delay_s: float, quarantine_reason: str | None = None) -> None:
         with self.transaction() as db:
-            db.execute("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
-                       (attempt, at_s, action, json.dumps(list(hosts)), reason, delay_s))
+            db.execute("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (attempt, at_s, action, json.dumps(list(hosts)), reason, delay_s, quarantine_reason))
 
-    def decisions(self) -> list[tuple[int, float, str, tuple[str, ...], str, float]]:
+    def decisions(self) -> list[DecisionRow]:
         rows = self._db.execute("SELECT * FROM decisions ORDER BY rowid").fetchall()
-        return [(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows]
+        return [DecisionRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6]) for r in rows]
 
     def observe(self, attempt: int, at_s: float, kind: str, host: str | None, detail: str) -> None:
         """Record a probe answer or a scheduler report (corroborating evidence)."""

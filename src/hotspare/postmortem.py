@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hotspare.ledger import AttemptRow, Ledger
+from hotspare.ledger import AttemptRow, DecisionRow, Ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Report:
     state: str
     exit_code: int | None
     attempts: list[AttemptRow]
-    decisions: list[tuple[int, float, str, tuple[str, ...], str, float]]
+    decisions: list[DecisionRow]
     roots: dict[int, list[str]]
     incidents: list[Incident]
     started_s: float
@@ -39,8 +39,9 @@ class Report:
             "exit_code": self.exit_code,
             "attempts": [asdict(a) for a in self.attempts],
             "decisions": [
-                {"attempt": d[0], "at_s": round(d[1] - self.started_s, 3), "action": d[2], "hosts": list(d[3]),
-                 "reason": d[4], "delay_s": round(d[5], 3)} for d in self.decisions
+                {"attempt": d.attempt, "at_s": round(d.at_s - self.started_s, 3), "action": d.action,
+                 "hosts": list(d.hosts), "quarantine_reason": d.quarantine_reason, "reason": d.reason,
+                 "delay_s": round(d.delay_s, 3)} for d in self.decisions
             ],
             "evidence": {str(k): v for k, v in self.roots.items()},
             "incidents": [asdict(i) for i in self.incidents],
@@ -80,20 +81,21 @@ def _incidents(attempts: list[AttemptRow]) -> list[Incident]:
 def render(report: Report) -> str:
     """The report as text tables."""
     lines = [f"run {report.state} (exit {report.exit_code})", "", "attempts:"]
-    head = f"  {'#':>2}  {'ran on':<28} {'resumed':>7} {'last':>6}  {'died of':<12} {'rc':>4}  evidence"
+    head = f"  {'#':>2}  {'ran on':<28} {'resumed':>7} {'last':>6}  {'died of':<12} {'rc':>4}  {'evicted':<20} evidence"
     lines.append(head)
+    evicted = {d.attempt: f"{','.join(d.hosts)} ({d.quarantine_reason})" for d in report.decisions if d.hosts}
     for a in report.attempts:
         resumed = "-" if a.resumed_step is None else str(a.resumed_step)
         last = "-" if a.last_step is None else str(a.last_step)
         rc = "-" if a.rc is None else str(a.rc)
         evidence = "; ".join(report.roots.get(a.number, [])) or (a.stopped_by or "-")
         lines.append(f"  {a.number:>2}  {','.join(a.hosts)[:28]:<28} {resumed:>7} {last:>6}  "
-                     f"{a.failure_class or 'running':<12} {rc:>4}  {evidence}")
+                     f"{a.failure_class or 'running':<12} {rc:>4}  {evicted.get(a.number, '-')[:20]:<20} {evidence}")
     lines += ["", "decisions:"]
-    for attempt, at_s, action, hosts, reason, delay in report.decisions:
-        out = f" out: {', '.join(hosts)}" if hosts else ""
-        wait = f" (after {delay:.1f} s)" if delay else ""
-        lines.append(f"  +{at_s - report.started_s:7.2f}s  attempt {attempt}: {action}{out}: {reason}{wait}")
+    for d in report.decisions:
+        out = f" out: {', '.join(d.hosts)}" if d.hosts else ""
+        wait = f" (after {d.delay_s:.1f} s)" if d.delay_s else ""
+        lines.append(f"  +{d.at_s - report.started_s:7.2f}s  attempt {d.attempt}: {d.action}{out}: {d.reason}{wait}")
     if report.incidents:
         lines += ["", "incidents:", f"  {'#':>2}  {'died of':<12} {'lost node-s':>11} {'recovered in':>12}"]
         for i in report.incidents:

@@ -141,6 +141,7 @@ class Supervisor:
         pool, history = self._restore(ledger, quarantine, patterns)
         while True:
             number = ledger.next_attempt()
+            pool = self._readmit(ledger, quarantine, pool, number)
             outcome, result, pool_used = self._attempt(ledger, number, pool, patterns)
             decision, verdict = self._judge(ledger, number, outcome=outcome, result=result, pool=pool_used,
                                             history=history)
@@ -160,6 +161,20 @@ class Supervisor:
             return Pool.split(allocation, self.config.nhosts, exclude=quarantine.hosts()), History()
         pool = Pool(tuple(Host(h) for h in saved["active"]), tuple(Host(h) for h in saved["spare"]))
         return pool, _history_from_json(saved["history"])
+
+    def _readmit(self, ledger: Ledger, quarantine: Quarantine, pool: Pool, number: int) -> Pool:
+        """Allocation hosts whose quarantine expired come back as spares, but only after a passing probe."""
+        allocation = {Host(h) for h in self.config.allocation}
+        due = [e.host for e in quarantine.due() if e.host in allocation and e.host not in pool.hosts]
+        if not due:
+            return pool
+        results = probe_hosts(due, self.config.launcher, self.run_dir / "probes", timeout_s=self.config.probe_timeout_s)
+        back = []
+        for res in results:
+            ledger.observe(number, self.wall(), "readmit", res.host.name, res.detail)
+            if quarantine.readmit(res.host, probe_passed=res.ok):
+                back.append(res.host)
+        return Pool(pool.active, (*pool.spare, *back))
 
     def _settle_lost_attempt(self, ledger: Ledger, patterns: PatternSet) -> None:
         """An attempt the previous supervisor never finished (it was SIGKILLed): end it and record that."""
@@ -313,7 +328,8 @@ class Supervisor:
     def _act(self, ledger: Ledger, quarantine: Quarantine, number: int, *, decision: Decision, verdict: Verdict,
              pool: Pool, history: History) -> tuple[Pool, History]:
         ledger.add_decision(number, self.wall(), decision.action.value, hosts=[h.name for h in decision.swap_out],
-                            reason=decision.reason, delay_s=decision.delay_s)
+                            reason=decision.reason, delay_s=decision.delay_s,
+                            quarantine_reason=decision.quarantine_reason if decision.swap_out else None)
         for host in decision.swap_out:
             quarantine.add(host, decision.quarantine_reason or "scraped", attempt=number,
                            ttl_s=self.config.quarantine_ttl_s, detail=verdict.reason)
