@@ -95,6 +95,9 @@ def test_walltime_retries_only_when_time_reaches_the_next_checkpoint() -> None:
     v = verdict(FailureClass.WALLTIME)
     assert decide(v, POOL, History(), B, walltime_left_s=900, checkpoint_eta_s=300).action is Action.RETRY
     assert decide(v, POOL, History(), B, walltime_left_s=100, checkpoint_eta_s=300).action is Action.STOP
+    # Time left does not exempt a retry from the attempt limit (it once looped forever).
+    limited = decide(v, POOL, History(attempts=9), B, walltime_left_s=900, checkpoint_eta_s=300)
+    assert limited.action is Action.STOP and limited.exit_code == EXIT_NO_RETRY
 
 
 @pytest.mark.parametrize(("retry", "unit", "expected"), [(1, 0, 1.0), (2, 0, 2.0), (3, 0, 4.0), (4, 0, 8.0), (9, 0, 8.0)])

@@ -342,3 +342,50 @@ def test_expired_quarantine_is_readmitted_after_a_passing_probe(leftovers: Path)
     assert [a.hosts for a in attempts] == [("n1", "n2", "n3"), ("n1", "n4", "n3"), ("n1", "n2", "n3")]
     assert readmits and readmits[0][3] == "n2"
     assert final_checksum(leftovers / "run") == fault_free_checksum(STEPS)
+
+
+def _script(tmp: Path, body: str) -> tuple[str, ...]:
+    path = tmp / "job.py"
+    path.write_text(body)
+    return (sys.executable, str(path))
+
+
+def test_walltime_retries_only_if_time_reaches_the_next_checkpoint(leftovers: Path) -> None:
+    """A time-limit kill is retried when the scheduler's remaining walltime covers a checkpoint interval,
+    and stops with 'do not retry' when it does not."""
+    ckpt = leftovers / "ckpt"
+    for step, age in ((5, 20.0), (10, 10.0)):
+        (ckpt / f"step-{step}").mkdir(parents=True)
+        (ckpt / f"step-{step}" / "COMPLETE").write_text("")
+        os.utime(ckpt / f"step-{step}", (time.time() - age, time.time() - age))
+    job = _script(leftovers, "import sys\nprint('step=11', flush=True)\n"
+                  "print('slurmstepd-n1: error: *** JOB 9 ON n1 CANCELLED AT 2026-11-29T09:34:47 DUE TO TIME LIMIT ***')\n"
+                  "sys.exit(143)\n")
+
+    def query(left: str) -> SchedulerQuery:
+        def run(argv: Sequence[str], timeout_s: float) -> Completed:
+            return Completed(tuple(argv), 0, left if argv[0] == "squeue" else "", "", False)
+        return SchedulerQuery("slurm", "9", run=run)
+
+    base = replace(config(leftovers), command=job, budgets=Budgets(max_attempts=2, backoff_base_s=0, backoff_max_s=0))
+    for left, first_action, code in (("10:00", "retry", EXIT_NO_RETRY), ("0:05", "stop", EXIT_NO_RETRY)):
+        run = leftovers / f"run-{first_action}"
+        assert Supervisor(base, run, scheduler=query(left)).run() == code
+        ledger = Ledger.open(run)
+        first = ledger.decisions()[0]
+        ledger.close()
+        assert first.action == first_action, first.reason
+
+
+def test_hostile_host_in_a_log_never_reaches_a_hostfile(leftovers: Path) -> None:
+    """A job printing `Node failure on n1;rm -rf /`: nobody is blamed or swapped, hostfiles hold only allocation hosts."""
+    job = _script(leftovers, "import sys\nprint('srun: error: Node failure on n1;rm${IFS}-rf${IFS}/', flush=True)\n"
+                  "sys.exit(1)\n")
+    cfg = replace(config(leftovers), command=job, budgets=Budgets(max_attempts=2, backoff_base_s=0, backoff_max_s=0))
+    Supervisor(cfg, leftovers / "run").run()
+    ledger = Ledger.open(leftovers / "run")
+    assert Quarantine.attach(ledger.connection).entries() == []
+    assert all(not d.hosts for d in ledger.decisions())
+    ledger.close()
+    for hostfile in (leftovers / "run").glob("attempt-*.hosts"):
+        assert hostfile.read_text().split() == ["n1", "n2", "n3"]

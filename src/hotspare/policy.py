@@ -106,11 +106,15 @@ def decide(
     """The next step after an attempt that ended with ``verdict``. Pure."""
     fclass = verdict.failure_class
     final = _final(fclass, verdict, walltime_left_s, checkpoint_eta_s)
-    if final is not None:
+    if final is not None and final.action is Action.STOP:
         return final
-    if history.attempts >= budgets.max_attempts:
+    # Every retry, the walltime one included, counts against the limit: a job that keeps
+    # failing must not retry forever (Arvados: count attempts).
+    if history.attempts + 1 >= budgets.max_attempts:
         return Decision(Action.STOP, f"attempt limit {budgets.max_attempts} reached ({fclass.value})",
                         exit_code=EXIT_NO_RETRY)
+    if final is not None:
+        return final
     delay = backoff_s(history.attempts, budgets, unit)
     named = tuple(h for h in verdict.exclude_hosts if h in pool.active)
     if named:
