@@ -164,8 +164,11 @@ class Supervisor:
 
     def _readmit(self, ledger: Ledger, quarantine: Quarantine, pool: Pool, number: int) -> Pool:
         """Allocation hosts whose quarantine expired come back as spares, but only after a passing probe."""
+        expired = quarantine.due()
+        if not expired:  # the common case: skip building the allocation's 10,000 Hosts
+            return pool
         allocation = {Host(h) for h in self.config.allocation}
-        due = [e.host for e in quarantine.due() if e.host in allocation and e.host not in pool.hosts]
+        due = [e.host for e in expired if e.host in allocation and e.host not in pool.hosts]
         if not due:
             return pool
         results = probe_hosts(due, self.config.launcher, self.run_dir / "probes", timeout_s=self.config.probe_timeout_s)
