@@ -76,6 +76,11 @@ class Scanner:
         self._sources = {ref for p in self.patterns.patterns for ref in (p.host_from, p.after) if ref}
 
     @property
+    def lines(self) -> int:
+        """Complete lines scanned so far."""
+        return self._lines
+
+    @property
     def progress(self) -> Progress | None:
         """The progress seen so far (for hang watchdogs)."""
         return self._progress

@@ -86,6 +86,8 @@ class _Watch:
     last_output_s: float
     first_progress_s: float | None = None
     last_asked_s: float = 0.0
+    #: Lines seen when the supervisor itself ended the attempt: what follows is teardown it caused.
+    stop_line: int | None = None
     #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
     scheduler_blamed: tuple[Host, ...] = ()
 
@@ -221,7 +223,7 @@ class Supervisor:
         self._watch(launch, watch, ledger, number, pool)
         outcome = launch.finish()
         self._scheduler_blamed = watch.scheduler_blamed
-        return outcome, watch.scanner.close(), pool
+        return outcome, _before(watch.scanner.close(), watch.stop_line), pool
 
     def _seen(self, watch: _Watch, chunk: bytes) -> None:
         watch.scanner.feed(chunk)
@@ -238,12 +240,16 @@ class Supervisor:
                 ledger.set_first_progress(number, watch.first_progress_s)
                 recorded_progress = True
             silent_s = self.clock() - watch.last_output_s
+            why = None
             if self._stop_requested:
-                launch.stop("interrupted", self.config.grace_s)
+                why = "interrupted"
             elif silent_s > self.config.idle_timeout_s:
-                launch.stop("idle", self.config.grace_s)
+                why = "idle"
             elif silent_s > self.config.stall_s and self._scheduler_says_dead(watch, ledger, number, pool):
-                launch.stop("scheduler", self.config.grace_s)
+                why = "scheduler"
+            if why is not None:
+                watch.stop_line = watch.scanner.lines
+                launch.stop(why, self.config.grace_s)
         if watch.first_progress_s is not None and not recorded_progress:
             ledger.set_first_progress(number, watch.first_progress_s)
 
@@ -288,7 +294,7 @@ class Supervisor:
                               exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
         elif outcome.stopped_by == "idle":
             verdict = self._probe(ledger, number, pool, verdict, why="idle")
-        elif outcome.stopped_by == "scheduler" and not verdict.exclude_hosts:
+        elif outcome.stopped_by == "scheduler":
             verdict = _blame(verdict, self._scheduler_blamed, "scheduler",
                              "reported unhealthy by the scheduler while stalled, and failed a probe")
         decision = self._decide(verdict, pool, history, self._walltime(ledger, number, verdict))
@@ -350,6 +356,14 @@ def _blame(verdict: Verdict, hosts: tuple[Host, ...], reason: str, why: str) -> 
         verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
         blamed=tuple(Blame(h, reason, ()) for h in hosts), reason=f"node_loss: {names} {why}",
     )
+
+
+def _before(result: ScanResult, stop_line: int | None) -> ScanResult:
+    """The evidence from before the supervisor stopped the attempt: the SIGTERM/SIGKILL teardown it
+    caused (SLURM reports every surviving task 'Killed') must not read as node faults."""
+    if stop_line is None:
+        return result
+    return replace(result, evidence=tuple(e for e in result.evidence if e.line <= stop_line))
 
 
 def _checkpoint_interval_s(directory: str | None) -> float | None:

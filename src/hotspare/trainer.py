@@ -22,8 +22,11 @@ from pathlib import Path
 
 from hotspare.checkpoint import write_manifest
 
-# Rank variables of the launchers hotspare drives.
+# Rank and world-size variables of the launchers hotspare drives.
 _RANK_VARS = ("RANK", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PALS_RANKID")
+_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PALS_SIZE")
+#: Bound on waiting at a barrier for a rank that is gone.
+BARRIER_TIMEOUT_S = 600.0
 
 
 def rank() -> int:
@@ -32,6 +35,26 @@ def rank() -> int:
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return 0
+
+
+def world_size() -> int:
+    """How many ranks the launcher started (1 when alone)."""
+    for name in _SIZE_VARS:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+
+
+def barrier(sync_dir: Path, step: int, me: int, size: int) -> None:
+    """Wait until every rank reached ``step`` (files in a shared directory): like an MPI collective,
+    one dead rank stalls everyone."""
+    sync_dir.mkdir(parents=True, exist_ok=True)
+    (sync_dir / f"{step}.{me}").touch()
+    deadline = time.monotonic() + BARRIER_TIMEOUT_S
+    while sum(1 for r in range(size) if (sync_dir / f"{step}.{r}").exists()) < size:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {me}: barrier at step {step} timed out")
+        time.sleep(0.01)
 
 
 def advance(state: str, step: int) -> str:
@@ -78,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-s", type=float, default=0.05, help="seconds per step")
     parser.add_argument("--enospc-at", type=int, help="raise ENOSPC once at this step (rank 0)")
     parser.add_argument("--import-error", action="store_true", help="fail at start like a missing module")
+    parser.add_argument("--sync", action="store_true",
+                        help="wait for every rank each step (files under the checkpoint dir), like a collective")
     args = parser.parse_args(argv)
     me = rank()
     if args.import_error:
@@ -85,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     step, state = _resume()
     if me == 0:
         print(f"rank 0 on {os.environ.get('HOTSPARE_HOST', os.uname().nodename)}: resumed_from={step}", flush=True)
+    sync_dir = args.ckpt_dir / ".sync" / os.environ.get("HOTSPARE_ATTEMPT", "0")
     while step < args.steps:
         time.sleep(args.step_s)
         step += 1
+        if args.sync:
+            barrier(sync_dir, step, me, world_size())
         state = advance(state, step)
         if me == 0:
             _enospc_once(args.ckpt_dir, step, args.enospc_at)

@@ -1,0 +1,256 @@
+"""Bring a real SLURM cluster up on one machine, break its nodes, tear it down.
+
+One private ``munged`` (own key and socket), one ``slurmctld`` on 127.0.0.1,
+and N ``slurmd`` (Debian builds slurmd with MULTIPLE_SLURMD, so each gets
+``-N nX`` and its own port), each inside its own UTS+PID+mount namespace with
+``node_init.py`` as PID 1: ``hostname`` in a job prints the node's name, and
+killing that init kills slurmd, slurmstepd and the tasks at once (a crash).
+No cgroups, no accounting database; ``jobcomp/filetxt`` logs job ends.
+
+Only processes this module started are ever signalled, by the PIDs it
+recorded. Needs root and the Debian packages slurmctld, slurmd,
+slurm-client and munge.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NODE_INIT = Path(__file__).with_name("node_init.py")
+#: Bound on waiting for nodes to come up or change state.
+UP_TIMEOUT_S = 60.0
+REQUIRED = ("slurmctld", "slurmd", "sinfo", "srun", "munged", "mungekey", "unshare", "mount")
+
+
+class BedError(RuntimeError):
+    """The test bed could not be brought up or driven."""
+
+
+def _conf(root: Path, nodes: int, ctld_port: int, node_port: int, slurmd_timeout_s: int) -> str:
+    last = node_port + nodes
+    return f"""# written by tests/testbed/cluster.py
+ClusterName=hotspare
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={root}/run/munge.sock
+MailProg=/bin/true
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool/%n
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd-%n.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerParameters=sched_interval=5
+ReturnToService=2
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={root}/log/jobcomp.log
+SlurmdParameters=config_overrides
+SlurmdTimeout={slurmd_timeout_s}
+SlurmctldTimeout=10
+MessageTimeout=5
+InactiveLimit=0
+KillWait=2
+MinJobAge=600
+NodeName=n[1-{nodes}] NodeAddr=127.0.0.1 Port=[{node_port + 1}-{last}] CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@dataclass
+class Bed:
+    """A running cluster and the PIDs it owns."""
+
+    root: Path
+    nodes: tuple[str, ...]
+    pids: dict[str, int] = field(default_factory=dict)
+    _children: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment SLURM commands need to talk to this cluster."""
+        return dict(os.environ, SLURM_CONF=str(self.root / "etc" / "slurm.conf"))
+
+    # -- bring-up and teardown ---------------------------------------------------
+    @classmethod
+    def up(cls, root: Path, *, nodes: int = 4, ctld_port: int = 6817, node_port: int = 17000,
+           slurmd_timeout_s: int = 10) -> Bed:
+        """A fresh cluster in ``root`` (wiped first) with ``nodes`` idle nodes, or BedError."""
+        missing = [tool for tool in REQUIRED if shutil.which(tool) is None]
+        if missing:
+            raise BedError(f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge")
+        if os.geteuid() != 0:
+            raise BedError("the SLURM test bed needs root (slurmd, munged and namespaces)")
+        shutil.rmtree(root, ignore_errors=True)
+        for sub in ("etc", "log", "state", "spool", "munge", "run", "local", "nodelocal"):
+            (root / sub).mkdir(parents=True)
+        (root / "munge").chmod(0o700)
+        root.chmod(0o755)
+        (root / "run").chmod(0o755)  # munged refuses a socket dir others cannot traverse
+        bed = cls(root, tuple(f"n{i}" for i in range(1, nodes + 1)))
+        try:
+            bed._start(ctld_port, node_port, slurmd_timeout_s)
+        except BaseException:
+            bed.down()
+            raise
+        return bed
+
+    def _start(self, ctld_port: int, node_port: int, slurmd_timeout_s: int) -> None:
+        r = self.root
+        (r / "etc" / "slurm.conf").write_text(_conf(r, len(self.nodes), ctld_port, node_port, slurmd_timeout_s))
+        (r / "etc" / "cgroup.conf").write_text("")
+        _run(["mungekey", "-c", "-k", str(r / "munge" / "munge.key"), "-b", "1024"])
+        _run(["munged", f"--socket={r}/run/munge.sock", f"--key-file={r}/munge/munge.key",
+              f"--pid-file={r}/run/munged.pid", f"--log-file={r}/log/munged.log", f"--seed-file={r}/munge/seed"])
+        self.pids["munged"] = _read_pid(r / "run" / "munged.pid")
+        _run(["slurmctld", "-f", str(r / "etc" / "slurm.conf"), "-i"], env=self.env)
+        self.pids["slurmctld"] = _read_pid(r / "run" / "slurmctld.pid")
+        for node in self.nodes:
+            self.start(node)
+        self.wait_for(lambda: self.idle_nodes() == set(self.nodes), "every node idle")
+
+    def down(self) -> None:
+        """Stop everything this bed started (by recorded PID only)."""
+        for node in self.nodes:
+            self._signal(f"node:{node}", signal.SIGKILL)
+        for name in ("slurmctld", "munged"):
+            self._signal(name, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in self.pids.values()):
+            time.sleep(0.1)
+        for name in list(self.pids):
+            self._signal(name, signal.SIGKILL)
+        for child in self._children:  # reap our unshare processes
+            child.wait(timeout=10)
+
+    def _signal(self, name: str, sig: int) -> bool:
+        pid = self.pids.get(name)
+        if pid is None or not _alive(pid):
+            return False
+        os.kill(pid, sig)
+        return True
+
+    # -- node controls -------------------------------------------------------------
+    def start(self, node: str) -> None:
+        """Boot a node: its namespace init starts slurmd (ReturnToService=2 brings it back to idle)."""
+        r = self.root
+        console = (r / "log" / f"node-{node}.console").open("ab")
+        proc = subprocess.Popen(
+            ["unshare", "--uts", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child=SIGKILL",
+             sys.executable, str(NODE_INIT), node, str(r / "etc" / "slurm.conf"), str(r)],
+            stdin=subprocess.DEVNULL, stdout=console, stderr=console, env=self.env, start_new_session=True,
+        )
+        self.pids[f"unshare:{node}"] = proc.pid
+        self._children.append(proc)
+        self.pids[f"node:{node}"] = self.wait_for(lambda: _child_of(proc.pid), f"{node}'s init to start")
+
+    def crash(self, node: str) -> None:
+        """Power off: SIGKILL the node's namespace init; slurmd, stepd and tasks die with it."""
+        if not self._signal(f"node:{node}", signal.SIGKILL):
+            raise BedError(f"{node} is not running")
+
+    def freeze(self, node: str) -> None:
+        """Hang the node: SIGSTOP every process in it (sockets stay open, nothing answers)."""
+        for pid in self.node_pids(node):
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self, node: str) -> None:
+        """Undo :meth:`freeze`."""
+        for pid in self.node_pids(node):
+            os.kill(pid, signal.SIGCONT)
+
+    def node_pids(self, node: str) -> list[int]:
+        """Host PIDs of every process in the node (its init and all descendants)."""
+        init = self.pids[f"node:{node}"]
+        found, todo = [], [init]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(_children(pid))
+        return found
+
+    def drain(self, node: str) -> None:
+        self.scontrol("update", f"nodename={node}", "state=drain", "reason=hotspare-test")
+
+    def resume(self, node: str) -> None:
+        self.scontrol("update", f"nodename={node}", "state=resume")
+
+    # -- queries -------------------------------------------------------------------
+    def scontrol(self, *args: str) -> str:
+        return _run(["scontrol", *args], env=self.env).stdout
+
+    def idle_nodes(self) -> set[str]:
+        done = subprocess.run(["sinfo", "-h", "-N", "-t", "idle", "-o", "%N"], capture_output=True, text=True,
+                              env=self.env, timeout=10, check=False)
+        return set(done.stdout.split()) if done.returncode == 0 else set()
+
+    def wait_for(self, predicate, what: str, timeout_s: float = UP_TIMEOUT_S):  # type: ignore[no-untyped-def]
+        """Poll ``predicate`` until truthy (returned), or BedError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.1)
+        tail = (self.root / "log" / "slurmctld.log").read_text(errors="replace")[-1500:]
+        raise BedError(f"timed out waiting for {what}; slurmctld log ends:\n{tail}")
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30, check=False)
+    if done.returncode != 0:
+        raise BedError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return done
+
+
+def _read_pid(path: Path) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip().isdigit():
+            return int(path.read_text().strip())
+        time.sleep(0.05)
+    raise BedError(f"no pid in {path}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _child_of(pid: int) -> int | None:
+    kids = _children(pid)
+    return kids[0] if kids else None

@@ -1,0 +1,77 @@
+"""Scenario (not yet in the suite): `hotspare launch --launcher srun` inside `salloc --no-kill` on the bed.
+
+Crash or freeze active node k while the synthetic trainer runs with ``--sync``: the supervisor sees
+the stall, the scheduler's NOT_RESPONDING report, a failed probe, swaps the node and resumes. It
+passed 3 of 4 runs here; in the fourth the relaunched step waited forever on "Requested nodes are
+busy" (the step of the failed attempt was never released; a probe `srun` to the dead node that we
+SIGKILLed at its timeout is the suspect). Until that is fixed it is run by hand, not by CI:
+``sudo .venv/bin/python -m pytest tests/testbed/failover_scenario.py`` (pytest collects it by path).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HOTSPARE
+from hotspare.errors import EXIT_OK
+from hotspare.ledger import Ledger
+from hotspare.quarantine import Quarantine
+from hotspare.trainer import fault_free_checksum
+
+STEPS = 40
+
+
+def _launch(bed, tmp: Path) -> tuple[subprocess.Popen[bytes], Path]:  # type: ignore[no-untyped-def]
+    run, ckpt = tmp / "run", tmp / "ckpt"
+    cmd = ["salloc", "-N4", "--no-kill", str(HOTSPARE), "launch", "--launcher", "srun", "--nhosts", "3",
+           "--checkpoint-dir", str(ckpt), "--run-dir", str(run), "--backoff", "0.5", "--probe-timeout", "5",
+           "--", sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+           "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync"]
+    proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, run
+
+
+def _wait_for_step(log: Path, step: int, proc: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and f"step={step} ".encode() in log.read_bytes():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"step {step} never appeared in {log}")
+
+
+@pytest.mark.parametrize(("fault", "k"), [("crash", 0), ("crash", 1), ("crash", 2), ("freeze", 1)])
+def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault: str, k: int) -> None:  # type: ignore[no-untyped-def]
+    """Crash (or freeze) active node k of a 3+1 allocation under srun: exactly that node is evicted, the
+    scheduler's report is in the ledger, the job resumes on the spare and ends with the fault-free checksum."""
+    victim = f"n{k + 1}"
+    proc, run = _launch(slurm_bed, tmp_path)
+    try:
+        _wait_for_step(run / "attempt-1.log", 10, proc)
+        getattr(slurm_bed, fault)(victim)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if fault == "freeze":
+            slurm_bed.thaw(victim)
+        if proc.poll() is None:  # end salloc and the supervisor under it (their own session)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == EXIT_OK, out.decode()[-2000:]
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    entries = Quarantine.attach(ledger.connection).entries()
+    seen = {(o[2], o[3]) for o in ledger.observations(1)}
+    ledger.close()
+    assert [e.host.name for e in entries] == [victim]
+    assert attempts[0].failure_class == "node_loss"
+    assert victim not in attempts[1].hosts and "n4" in attempts[1].hosts
+    assert ("scheduler", victim) in seen  # the scheduler's DOWN/NOT_RESPONDING report corroborates
+    words = Path(attempts[-1].log_path).read_text().split()
+    assert f"checksum={fault_free_checksum(STEPS)}" in words
