@@ -10,6 +10,7 @@ fault-free run's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -48,7 +49,8 @@ def crash_when(log: Path, victim: str, *, step: int, timeout_s: float = WAIT_S) 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if pids.exists() and log.exists() and marker in log.read_bytes():
-                os.killpg(json.loads(pids.read_text())[victim], signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # the attempt ended first: nothing to crash
+                    os.killpg(json.loads(pids.read_text())[victim], signal.SIGKILL)
                 return
             time.sleep(0.02)
 
