@@ -26,8 +26,8 @@ def spec(launcher: str, **kw: object) -> LaunchSpec:
 ARGV = [
     ("mpiexec", (), ["mpiexec", "--hostfile", str(HF), "-n", "8", "--ppn", "4", *CMD]),
     ("mpiexec", ("--cpu-bind", "depth"), ["mpiexec", "--hostfile", str(HF), "-n", "8", "--ppn", "4", "--cpu-bind", "depth", *CMD]),
-    ("srun", (), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", *CMD]),
-    ("srun", ("--gpus-per-task=1",), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--gpus-per-task=1", *CMD]),
+    ("srun", (), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", *CMD]),
+    ("srun", ("--gpus-per-task=1",), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", "--gpus-per-task=1", *CMD]),
     ("mpirun", (), ["mpirun", "--hostfile", str(HF), "-n", "8", "--map-by", "ppr:4:node", *CMD]),
     ("local", (), [sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--", *CMD]),
     ("local", ("--pids", "/run/job/pids.json"), [sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--pids", "/run/job/pids.json", "--", *CMD]),

@@ -164,9 +164,13 @@ def _mpiexec(spec: LaunchSpec) -> list[str]:
 def _srun(spec: LaunchSpec) -> list[str]:
     # --kill-on-bad-exit: one dead task ends the step, as mpiexec does; without
     # it a step can sit with survivors blocked in a collective until walltime.
+    # --overlap: a probe must start while the job's step holds every CPU, and a
+    # relaunch must not wait on the failed step, which SLURM keeps until it has
+    # marked the dead node DOWN (seen on the test bed: "step creation temporarily
+    # disabled ... Requested nodes are busy" for good after the attempt ended).
     return [
         "srun", "--nodelist=" + ",".join(_raw(h) for h in spec.hosts), "-N", str(len(spec.hosts)),
-        "--ntasks-per-node", str(spec.ppn), "-n", str(spec.total_ranks), "--kill-on-bad-exit=1",
+        "--ntasks-per-node", str(spec.ppn), "-n", str(spec.total_ranks), "--kill-on-bad-exit=1", "--overlap",
         *spec.extra_args, *spec.command,
     ]
 

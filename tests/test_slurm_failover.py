@@ -1,11 +1,8 @@
-"""Scenario (not yet in the suite): `hotspare launch --launcher srun` inside `salloc --no-kill` on the bed.
+"""End to end on the real SLURM test bed: `hotspare launch --launcher srun` inside `salloc --no-kill`.
 
-Crash or freeze active node k while the synthetic trainer runs with ``--sync``: the supervisor sees
-the stall, the scheduler's NOT_RESPONDING report, a failed probe, swaps the node and resumes. It
-passed 3 of 4 runs here; in the fourth the relaunched step waited forever on "Requested nodes are
-busy" (the step of the failed attempt was never released; a probe `srun` to the dead node that we
-SIGKILLed at its timeout is the suspect). Until that is fixed it is run by hand, not by CI:
-``sudo .venv/bin/python -m pytest tests/testbed/failover_scenario.py`` (pytest collects it by path).
+The synthetic trainer runs with ``--sync`` (a barrier each step, like an MPI collective), so one dead
+node stalls every rank: the supervisor sees the stall, the scheduler's NOT_RESPONDING report and a
+failed probe, swaps the node for the spare and resumes.
 """
 
 from __future__ import annotations
