@@ -174,7 +174,6 @@ def _state(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_sigterm_ends_every_rank_even_a_frozen_host(tmp_path: Path) -> None:
     """A frozen host's ranks are stopped; SIGTERM to the launcher ends every rank (stopped ones too), exit 143."""
     with launched(tmp_path, BOUND_S, faults={"frozen": ["x1921c7s2b0n0"]}) as run:
