@@ -1,0 +1,24 @@
+"""The short node-kill campaign on the real SLURM bed: one run of each fault kind, random active victims."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CAMPAIGN = Path(__file__).resolve().parent.parent / "benchmarks" / "campaign.py"
+
+
+def test_short_campaign(tmp_path: Path) -> None:
+    """Crash, freeze, rank kill (victims drawn among the active nodes) and ENOSPC: every run correct, no healthy
+    node retired, no spare spent on the storage fault, and every run ends with the fault-free checksum."""
+    out = tmp_path / "campaign.json"
+    done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "4", "--json", str(out), "--seed", "7"],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("runs=4 correct=4 healthy_retired=0 spares_wasted=0 "), last
+    runs = json.loads(out.read_text())
+    assert [r["kind"] for r in runs] == ["crash", "freeze", "rankkill", "enospc"]
+    assert all(r["checksum_ok"] for r in runs)
