@@ -390,3 +390,26 @@ def test_hostile_host_in_a_log_never_reaches_a_hostfile(leftovers: Path) -> None
     ledger.close()
     for hostfile in (leftovers / "run").glob("attempt-*.hosts"):
         assert hostfile.read_text().split() == ["n1", "n2", "n3"]
+
+
+def test_resume_never_signals_a_reused_process_group(leftovers: Path) -> None:
+    """On --resume, a recorded launcher group that is not this run's any more (PID reused) is left alone."""
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        run = leftovers / "run"
+        ledger = Ledger.open(run)
+        ledger.start_run(config(leftovers).to_json(), time.time())
+        ledger.begin_attempt(1, started_s=time.time(), hosts=["n1", "n2", "n3"], spares=["n4"],
+                             log_path=str(run / "attempt-1.log"), resumed_step=None, resumed_path=None)
+        ledger.set_pgid(1, stranger.pid)
+        ledger.close()
+        assert Supervisor(config(leftovers), run).run() == EXIT_OK
+        assert stranger.poll() is None  # still running: not ours, not signalled
+        ledger = Ledger.open(run)
+        notes = [o[4] for o in ledger.observations(1) if o[2] == "resume"]
+        lost = ledger.attempts()[0]
+        ledger.close()
+        assert lost.stopped_by == "supervisor lost" and "not signalled" in notes[0]
+    finally:
+        stranger.kill()
+        stranger.wait()

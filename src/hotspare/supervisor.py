@@ -186,11 +186,16 @@ class Supervisor:
         for row in ledger.attempts():
             if row.ended_s is not None:
                 continue
-            if row.pgid is not None:
-                kill_group(row.pgid, signal.SIGKILL)  # our launcher's group, recorded when we started it
+            if row.pgid is not None and _ours(row.pgid, self.run_dir):
+                kill_group(row.pgid, signal.SIGKILL)
+            elif row.pgid is not None:
+                ledger.observe(row.number, self.wall(), "resume", None,
+                               f"process group {row.pgid} is gone or no longer ours: not signalled")
             ledger.end_attempt(
                 row.number, ended_s=self.wall(), rc=None, stopped_by="supervisor lost", failure_class="unknown",
-                verdict="the supervisor was killed during this attempt", last_step=None, checkpoint_step=None,
+                verdict="the supervisor was killed during this attempt"
+                + ("" if Path(row.log_path).is_file() else f"; its log {row.log_path} is missing"),
+                last_step=None, checkpoint_step=None,
                 checkpoint_s=None, evidence=_scan_log(Path(row.log_path), patterns).evidence,
             )
             ledger.add_decision(row.number, self.wall(), Action.RETRY.value, hosts=[],
@@ -415,6 +420,16 @@ def _history_from_json(data: Mapping[str, Any]) -> History:
         in_place={FailureClass(k): int(v) for k, v in data["in_place"].items()},
         strikes={Host(h): int(n) for h, n in data["strikes"].items()},
     )
+
+
+def _ours(pgid: int, run_dir: Path) -> bool:
+    """Whether ``pgid`` still leads a process this run started: the PID may have been reused since the
+    supervisor died, and only our own launcher may be signalled."""
+    try:
+        environ = Path(f"/proc/{pgid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"HOTSPARE_RUN_DIR={run_dir}".encode() in environ
 
 
 def _scan_log(path: Path, patterns: PatternSet) -> ScanResult:
