@@ -57,8 +57,7 @@ def _inject(bed: Bed, kind: str, victim: str) -> None:
     elif kind == "freeze":
         bed.freeze(victim)
     elif kind == "rankkill":
-        ranks = [p for p in bed.node_pids(victim) if b"hotspare.trainer" in Path(f"/proc/{p}/cmdline").read_bytes()]
-        os.kill(ranks[0], signal.SIGKILL)
+        bed.kill_rank(victim)
 
 
 def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[bytes]) -> float | None:

@@ -34,14 +34,16 @@ CASES = [
     (FailureClass.GPU_HW, (H[0],), POOL, History(), Action.SWAP, None, (H[0],)),
     (FailureClass.NODE_LOSS, (H[1],), NO_SPARES, History(), Action.STOP, EXIT_RETRY_ELSEWHERE, (H[1],)),
     (FailureClass.NODE_LOSS, (H[0], H[1], H[2]), POOL, History(), Action.STOP, EXIT_RETRY_ELSEWHERE, (H[0], H[1], H[2])),
-    # A blamed host that is not active (already swapped out) spends nothing.
-    (FailureClass.NODE_LOSS, (H[4],), POOL, History(), Action.RETRY, None, ()),
+    # A blamed host that is not active (already swapped out) spends nothing: the active ones are probed.
+    (FailureClass.NODE_LOSS, (H[4],), POOL, History(), Action.PROBE, None, ()),
     (FailureClass.TRANSIENT_IO, (), POOL, History(), Action.RETRY, None, ()),
     (FailureClass.TRANSIENT_IO, (), POOL, History(in_place={FailureClass.TRANSIENT_IO: 2}), Action.STOP, EXIT_NO_RETRY, ()),
     (FailureClass.NETWORK, (), POOL, History(in_place={FailureClass.NETWORK: 2}), Action.STOP, EXIT_RETRY_ELSEWHERE, ()),
     (FailureClass.PREEMPTED, (), POOL, History(), Action.RETRY, None, ()),
-    # Unattributed: first retry in place, then probe, then (probed, no blind rotation) in place within budget.
-    (FailureClass.UNKNOWN, (), POOL, History(), Action.RETRY, None, ()),
+    # Unattributed: probe first; every host answered → retry in place; again → (no blind rotation) in place
+    # within budget.
+    (FailureClass.UNKNOWN, (), POOL, History(), Action.PROBE, None, ()),
+    (FailureClass.UNKNOWN, (), POOL, History(probed=True), Action.RETRY, None, ()),
     (FailureClass.UNKNOWN, (), POOL, History(attempts=1, unattributed=1), Action.PROBE, None, ()),
     (FailureClass.UNKNOWN, (), POOL, History(attempts=1, unattributed=1, probed=True), Action.RETRY, None, ()),
     (FailureClass.NODE_LOSS, (), POOL, History(attempts=1, unattributed=1), Action.PROBE, None, ()),
@@ -60,9 +62,12 @@ def test_decision_table(case: tuple) -> None:  # type: ignore[type-arg]
 
 
 def test_unattributed_failure_never_spends_a_spare_first() -> None:
-    """However the unattributed failure looks, the first one is retried in place, spares untouched."""
+    """However the unattributed failure looks, the first one is probed, then (every host answered) retried in
+    place, spares untouched even with blind rotation allowed."""
     for fclass in (FailureClass.UNKNOWN, FailureClass.NODE_LOSS, FailureClass.RANK_KILLED):
         d = decide(verdict(fclass), POOL, History(), Budgets(blind_rotation=True))
+        assert d.action is Action.PROBE and d.swap_out == ()
+        d = decide(verdict(fclass), POOL, History(probed=True), Budgets(blind_rotation=True))
         assert d.action is Action.RETRY and d.swap_out == ()
 
 

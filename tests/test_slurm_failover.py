@@ -1,4 +1,5 @@
-"""End to end on the real SLURM test bed: `hotspare launch --launcher srun` inside `salloc --no-kill`.
+"""End to end on the real SLURM test bed: `hotspare launch` inside `salloc --no-kill`, with srun, MPICH
+Hydra (`mpiexec.mpich`, which starts its proxies with srun) and Open MPI (`mpirun.openmpi`, orted by srun).
 
 The synthetic trainer runs with ``--sync`` (a barrier each step, like an MPI collective), so one dead
 node stalls every rank: the supervisor sees the stall, the scheduler's NOT_RESPONDING report and a
@@ -23,15 +24,24 @@ from hotspare.quarantine import Quarantine
 from hotspare.trainer import fault_free_checksum
 
 STEPS = 40
+#: Each MPI pinned to loopback (the bed's nodes share this machine's network).
+MPI = {
+    "srun": ("srun", {}),
+    "mpiexec": ("mpiexec.mpich", {"UCX_NET_DEVICES": "lo", "UCX_TLS": "tcp,self"}),
+    "mpirun": ("mpirun.openmpi", {"OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+                                  "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
+}
 
 
-def _launch(bed, tmp: Path) -> tuple[subprocess.Popen[bytes], Path]:  # type: ignore[no-untyped-def]
+def _launch(bed, tmp: Path, launcher: str = "srun") -> tuple[subprocess.Popen[bytes], Path]:  # type: ignore[no-untyped-def]
     run, ckpt = tmp / "run", tmp / "ckpt"
-    cmd = ["salloc", "-N4", "--no-kill", str(HOTSPARE), "launch", "--launcher", "srun", "--nhosts", "3",
+    program, env = MPI[launcher]
+    cmd = ["salloc", "-N4", "--no-kill", str(HOTSPARE), "launch", "--launcher", launcher, "--launcher-cmd", program,
+           "--nhosts", "3",
            "--checkpoint-dir", str(ckpt), "--run-dir", str(run), "--backoff", "0.5", "--probe-timeout", "5",
            "--", sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
            "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync"]
-    proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, env={**bed.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, run
 
 
@@ -72,3 +82,58 @@ def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault
     assert ("scheduler", victim) in seen  # the scheduler's DOWN/NOT_RESPONDING report corroborates
     words = Path(attempts[-1].log_path).read_text().split()
     assert f"checksum={fault_free_checksum(STEPS)}" in words
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> str:
+    try:
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return out.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("launcher", "victim", "banner"), [
+    ("mpiexec", "n2", "RUNNING AT n2"),
+    ("mpirun", "n3", "on node n3 exited on signal 9"),
+])
+def test_mpi_rank_kill_evicts_that_node(slurm_bed, tmp_path: Path, launcher: str, victim: str, banner: str) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL one rank on a chosen node under MPICH Hydra / Open MPI across the bed's nodes: the launcher's
+    banner names the node, exactly that node is evicted (scraped) and the job resumes to the fault-free checksum."""
+    proc, run = _launch(slurm_bed, tmp_path, launcher)
+    try:
+        _wait_for_step(run / "attempt-1.log", 10, proc)
+        slurm_bed.kill_rank(victim)
+    finally:
+        out = _finish(proc)
+    assert proc.returncode == EXIT_OK, out[-2000:]
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert banner in Path(attempts[0].log_path).read_text()
+    assert [(e.host.name, e.reason) for e in entries] == [(victim, "scraped")]
+    assert attempts[0].failure_class == "rank_killed"
+    assert len(attempts) == 2 and victim not in attempts[1].hosts and "n4" in attempts[1].hosts
+    assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
+
+
+def test_mpiexec_node_crash_is_probed_not_guessed(slurm_bed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Crash a node under Hydra: mpiexec reports only that its proxy connection closed (no host). The
+    supervisor probes before retrying; the crashed node does not answer and is the only one evicted."""
+    proc, run = _launch(slurm_bed, tmp_path, "mpiexec")
+    try:
+        _wait_for_step(run / "attempt-1.log", 10, proc)
+        slurm_bed.crash("n1")
+    finally:
+        out = _finish(proc)
+    assert proc.returncode == EXIT_OK, out[-2000:]
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert [e.host.name for e in entries] == ["n1"]
+    assert entries[0].reason in {"probed", "scheduler"}
+    assert all("n1" not in a.hosts for a in attempts[1:]) and "n4" in attempts[-1].hosts
+    assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()

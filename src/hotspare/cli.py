@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -99,6 +100,8 @@ def _launch_parser(sub: Any) -> None:
     _allocation_args(p)
     p.add_argument("--nhosts", type=int, help="active hosts (the rest are spares)")
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
+    p.add_argument("--launcher-cmd", metavar="PROG",
+                   help="the launcher's executable, when not its name (e.g. mpiexec.mpich, mpirun.openmpi)")
     p.add_argument("--ppn", type=int, default=1, help="ranks per host")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
                    help="extra option for the launcher, before the command (repeatable)")
@@ -309,12 +312,18 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
                           backoff_max_s=args.backoff_max)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    config = RunConfig(
-        command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
-        launcher_args=tuple(args.launcher_arg),
-        ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
-        probe_timeout_s=args.probe_timeout, budgets=budgets,
-    )
+    program = args.launcher_cmd or {"local": sys.executable}.get(args.launcher, args.launcher)
+    if shutil.which(program) is None:
+        raise UsageError(f"launcher program {program!r} not found on PATH: install it or name it with --launcher-cmd")
+    try:
+        config = RunConfig(
+            command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
+            launcher_args=tuple(args.launcher_arg), launcher_cmd=args.launcher_cmd,
+            ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
+            probe_timeout_s=args.probe_timeout, budgets=budgets,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     run_dir = args.run_dir or f"hotspare-run-{time.strftime('%Y%m%d-%H%M%S')}"
     return Supervisor(config, run_dir)
 

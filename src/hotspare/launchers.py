@@ -43,7 +43,10 @@ class LaunchSpec:
     """What to launch where: ``ppn`` ranks of ``command`` on each of ``hosts``.
 
     ``hostfile`` is where the runner writes :func:`render_hostfile`'s text;
-    ``extra_args`` go to the launcher just before the command.
+    ``extra_args`` go to the launcher just before the command; ``program`` is
+    the launcher's executable when it is not the launcher's own name (e.g.
+    ``mpiexec.mpich`` or ``mpirun.openmpi`` where both MPIs are installed, or a
+    full path such as PALS' ``/opt/cray/pals/bin/mpiexec``).
     """
 
     launcher: str
@@ -52,9 +55,12 @@ class LaunchSpec:
     command: tuple[str, ...]
     hostfile: Path
     extra_args: tuple[str, ...] = ()
+    program: str | None = None
 
     def __post_init__(self) -> None:
         _check_launcher(self.launcher)
+        if self.program is not None and (not self.program or self.program != self.program.strip()):
+            raise ValueError(f"launcher program {self.program!r} is empty or padded: give a command name or path")
         _check_ppn(self.ppn)
         if not self.hosts:
             raise ValueError("hosts is empty: a launch needs at least one host of the allocation")
@@ -156,8 +162,8 @@ def write_hostfile(path: Path, text: str) -> None:
 
 def _mpiexec(spec: LaunchSpec) -> list[str]:
     return [
-        "mpiexec", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks), "--ppn", str(spec.ppn),
-        *spec.extra_args, *spec.command,
+        spec.program or "mpiexec", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks),
+        "--ppn", str(spec.ppn), *spec.extra_args, *spec.command,
     ]
 
 
@@ -169,7 +175,7 @@ def _srun(spec: LaunchSpec) -> list[str]:
     # marked the dead node DOWN (seen on the test bed: "step creation temporarily
     # disabled ... Requested nodes are busy" for good after the attempt ended).
     return [
-        "srun", "--nodelist=" + ",".join(_raw(h) for h in spec.hosts), "-N", str(len(spec.hosts)),
+        spec.program or "srun", "--nodelist=" + ",".join(_raw(h) for h in spec.hosts), "-N", str(len(spec.hosts)),
         "--ntasks-per-node", str(spec.ppn), "-n", str(spec.total_ranks), "--kill-on-bad-exit=1", "--overlap",
         *spec.extra_args, *spec.command,
     ]
@@ -177,14 +183,14 @@ def _srun(spec: LaunchSpec) -> list[str]:
 
 def _mpirun(spec: LaunchSpec) -> list[str]:
     return [
-        "mpirun", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks),
+        spec.program or "mpirun", "--hostfile", str(spec.hostfile), "-n", str(spec.total_ranks),
         "--map-by", f"ppr:{spec.ppn}:node", *spec.extra_args, *spec.command,
     ]
 
 
 def _local(spec: LaunchSpec) -> list[str]:
     return [
-        sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(spec.hostfile),
+        spec.program or sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(spec.hostfile),
         "--ppn", str(spec.ppn), *spec.extra_args, "--", *spec.command,
     ]
 

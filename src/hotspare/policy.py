@@ -5,8 +5,9 @@ and records it. Rules (from the seeds):
 
 * node faults with named hosts: swap exactly those hosts for spares; none
   left means "retry me elsewhere" (exit 93);
-* an unattributed failure never spends a spare on its first occurrence: retry
-  in place; when it recurs, probe; only with ``blind_rotation`` enabled may a
+* an unattributed failure is probed first (a probe spends no spare, and a node
+  that does not answer is evidence); if every host answers, the first such
+  failure is retried in place; only with ``blind_rotation`` enabled may a
   host be swapped without evidence, and that is recorded as ``blind``;
 * a host present in ``strikes`` unattributed failures that its peers were
   not all part of is quarantined (``strikes``);
@@ -68,7 +69,7 @@ class History:
     in_place: Mapping[FailureClass, int] = field(default_factory=dict)
     #: Consecutive failures that named no host.
     unattributed: int = 0
-    #: Whether the last unattributed failure was already probed without result.
+    #: Whether this attempt's failure was already probed and every host answered.
     probed: bool = False
     #: Unattributed failures each host was active in.
     strikes: Mapping[Host, int] = field(default_factory=dict)
@@ -172,10 +173,11 @@ def _unattributed(
     struck = _struck(pool, history, budgets)
     if struck:
         return _swap(struck, "strikes", pool, delay)
-    if history.unattributed == 0:
-        return Decision(Action.RETRY, f"{fclass.value}, no host named: retry in place first", delay_s=delay)
     if not history.probed:
-        return Decision(Action.PROBE, f"{fclass.value} again with no host named: probe the active hosts")
+        return Decision(Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
+    if history.unattributed == 0:
+        return Decision(Action.RETRY, f"{fclass.value}, no host named, every host answered a probe: "
+                        "retry in place first", delay_s=delay)
     if budgets.blind_rotation and pool.spare:
         return Decision(Action.SWAP, f"{pool.active[0].name} out blindly (no evidence; --blind-rotation)",
                         swap_out=(pool.active[0],), quarantine_reason="blind", delay_s=delay)

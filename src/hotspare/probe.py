@@ -8,7 +8,7 @@ host, so one hung node costs one timeout, not one per host.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,15 +36,25 @@ def probe_hosts(
     workdir: Path,
     *,
     timeout_s: float,
-    run: Callable[[list[str], float], Completed] = lambda argv, t: capture(argv, timeout_s=t),
+    program: str | None = None,
+    env: Mapping[str, str] | None = None,
+    run: Callable[[list[str], float], Completed] | None = None,
 ) -> list[ProbeResult]:
-    """Probe every host in parallel; results in the order of ``hosts``."""
+    """Probe every host in parallel; results in the order of ``hosts``.
+
+    ``program`` is the launcher's executable (see :class:`LaunchSpec`), ``env``
+    the environment the probes start with (default: this process's).
+    """
     workdir.mkdir(parents=True, exist_ok=True)
+    if run is None:
+        def run(argv: list[str], t: float) -> Completed:
+            return capture(argv, timeout_s=t, env=env)
 
     def one(index_host: tuple[int, Host]) -> ProbeResult:
         index, host = index_host
         hostfile = workdir / f"probe-{index}.hosts"
-        spec = LaunchSpec(launcher=launcher, hosts=(host,), ppn=1, command=PROBE_COMMAND, hostfile=hostfile)
+        spec = LaunchSpec(launcher=launcher, hosts=(host,), ppn=1, command=PROBE_COMMAND, hostfile=hostfile,
+                          program=program)
         write_hostfile(hostfile, render_hostfile(spec.hosts, launcher, 1))
         done = run(build_argv(spec), timeout_s)
         if done.timed_out:

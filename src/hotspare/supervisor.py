@@ -28,7 +28,7 @@ from hotspare.ledger import Ledger
 from hotspare.patterns import PatternSet, load_patterns
 from hotspare.policy import Action, Budgets, Decision, History, decide
 from hotspare.pool import Pool
-from hotspare.probe import probe_hosts
+from hotspare.probe import ProbeResult, probe_hosts
 from hotspare.quarantine import Quarantine
 from hotspare.runner import Launch, Outcome, kill_group
 from hotspare.scan import Scanner, scan
@@ -45,6 +45,8 @@ class RunConfig:
     launcher: str = "local"
     #: Extra launcher options, placed before the command (e.g. ``-launcher fork``, ``--cpu-bind``).
     launcher_args: tuple[str, ...] = ()
+    #: The launcher's executable when it is not the launcher's name (``mpiexec.mpich``, a PALS path).
+    launcher_cmd: str | None = None
     ppn: int = 1
     checkpoint_dir: str | None = None
     idle_timeout_s: float = 600.0
@@ -62,6 +64,8 @@ class RunConfig:
             raise ValueError("no command to launch")
         if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:
             raise ValueError("idle_timeout_s and probe_timeout_s must be > 0, grace_s >= 0")
+        if self.launcher_cmd is not None and (not self.launcher_cmd or self.launcher_cmd != self.launcher_cmd.strip()):
+            raise ValueError(f"launcher_cmd {self.launcher_cmd!r} is empty or padded: give a command name or path")
 
     def to_json(self) -> dict[str, Any]:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "budgets"}
@@ -173,7 +177,7 @@ class Supervisor:
         due = [e.host for e in expired if e.host in allocation and e.host not in pool.hosts]
         if not due:
             return pool
-        results = probe_hosts(due, self.config.launcher, self.run_dir / "probes", timeout_s=self.config.probe_timeout_s)
+        results = self._probe_hosts(due)
         back = []
         for res in results:
             ledger.observe(number, self.wall(), "readmit", res.host.name, res.detail)
@@ -212,7 +216,8 @@ class Supervisor:
         if self.config.launcher == "local":
             extra = (*extra, "--pids", str(self.run_dir / f"attempt-{number}.pids"))
         spec = LaunchSpec(launcher=self.config.launcher, hosts=pool.active, ppn=self.config.ppn,
-                          command=_with_resume(self.config.command, ckpt), hostfile=hostfile, extra_args=extra)
+                          command=_with_resume(self.config.command, ckpt), hostfile=hostfile, extra_args=extra,
+                          program=self.config.launcher_cmd)
         write_hostfile(hostfile, render_hostfile(pool.active, self.config.launcher, self.config.ppn))
         log_path = self.run_dir / f"attempt-{number}.log"
         ledger.begin_attempt(number, started_s=self.wall(), hosts=[h.raw for h in pool.active],
@@ -272,8 +277,7 @@ class Supervisor:
             ledger.observe(number, self.wall(), "scheduler", host.name, "reported unhealthy while output stalled")
         if not sick:
             return False
-        results = probe_hosts([h for h in pool.active if h in sick], self.config.launcher,
-                              self.run_dir / "probes", timeout_s=self.config.probe_timeout_s)
+        results = self._probe_hosts([h for h in pool.active if h in sick])
         for res in results:
             ledger.observe(number, self.wall(), "probe", res.host.name, f"scheduler report: {res.detail}")
         watch.scheduler_blamed = tuple(r.host for r in results if not r.ok)
@@ -282,8 +286,25 @@ class Supervisor:
     def _checkpoint(self) -> Checkpoint | None:
         return find_latest(self.config.checkpoint_dir) if self.config.checkpoint_dir else None
 
+    def _probe_hosts(self, hosts: Sequence[Host]) -> list[ProbeResult]:
+        return probe_hosts(hosts, self.config.launcher, self.run_dir / "probes", timeout_s=self.config.probe_timeout_s,
+                           program=self.config.launcher_cmd, env=self._base_env())
+
+    def _base_env(self) -> dict[str, str]:
+        """The environment every launch and probe starts with.
+
+        ``SLURM_OVERLAP=1`` (srun's ``--overlap``) reaches the srun steps that
+        mpiexec (Hydra) and mpirun (Open MPI) start inside a SLURM allocation:
+        without it a probe waits behind the CPUs the job's own step holds and
+        times out, which would blame a healthy node (seen on the test bed).
+        A value the user set is kept.
+        """
+        env = dict(os.environ)
+        env.setdefault("SLURM_OVERLAP", "1")
+        return env
+
     def _env(self, number: int, ckpt: Checkpoint | None) -> dict[str, str]:
-        env = dict(os.environ, HOTSPARE_ATTEMPT=str(number), HOTSPARE_RUN_DIR=str(self.run_dir))
+        env = dict(self._base_env(), HOTSPARE_ATTEMPT=str(number), HOTSPARE_RUN_DIR=str(self.run_dir))
         env.pop("HOTSPARE_RESUME_DIR", None)
         env.pop("HOTSPARE_RESUME_STEP", None)
         if ckpt is not None:
@@ -294,18 +315,21 @@ class Supervisor:
     def _judge(self, ledger: Ledger, number: int, *, outcome: Outcome, result: ScanResult, pool: Pool,
                history: History) -> tuple[Decision, Verdict]:
         verdict = classify(result, rc=outcome.rc, allocation=pool.active)
+        probed = False
         if outcome.stopped_by == "interrupted":
             verdict = replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
                               exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
         elif outcome.stopped_by == "idle":
             verdict = self._probe(ledger, number, pool, verdict, why="idle")
+            probed = True
         elif outcome.stopped_by == "scheduler":
             verdict = _blame(verdict, self._scheduler_blamed, "scheduler",
                              "reported unhealthy by the scheduler while stalled, and failed a probe")
-        decision = self._decide(verdict, pool, history, self._walltime(ledger, number, verdict))
+        decision = self._decide(verdict, pool, replace(history, probed=probed),
+                                self._walltime(ledger, number, verdict))
         if decision.action is Action.PROBE:
-            verdict = self._probe(ledger, number, pool, verdict, why="recurring unattributed failure")
-            decision = self._decide(verdict, pool, replace(history, probed=not verdict.exclude_hosts), (None, None))
+            verdict = self._probe(ledger, number, pool, verdict, why="failure with no host named")
+            decision = self._decide(verdict, pool, replace(history, probed=True), (None, None))
         ckpt = self._checkpoint()
         ledger.end_attempt(
             number, ended_s=self.wall(), rc=outcome.rc, stopped_by=outcome.stopped_by,
@@ -332,8 +356,7 @@ class Supervisor:
 
     def _probe(self, ledger: Ledger, number: int, pool: Pool, verdict: Verdict, *, why: str) -> Verdict:
         """Ask every active host; the ones that do not answer are blamed (reason ``probed``)."""
-        results = probe_hosts(pool.active, self.config.launcher, self.run_dir / "probes",
-                              timeout_s=self.config.probe_timeout_s)
+        results = self._probe_hosts(pool.active)
         for res in results:
             ledger.observe(number, self.wall(), "probe", res.host.name, f"{why}: {res.detail}")
         dead = tuple(r.host for r in results if not r.ok)
@@ -401,7 +424,7 @@ def _advance(history: History, verdict: Verdict, decision: Decision, pool: Pool)
         attempts=history.attempts + 1,
         in_place=in_place,
         unattributed=history.unattributed + 1 if unattributed else 0,
-        probed=history.probed and unattributed,
+        probed=False,
         strikes=strikes,
     )
 

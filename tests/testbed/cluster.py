@@ -186,6 +186,20 @@ class Bed:
             todo.extend(_children(pid))
         return found
 
+    def kill_rank(self, node: str, marker: bytes = b"hotspare.trainer") -> int:
+        """SIGKILL one task on ``node``: the lowest PID whose command line contains ``marker``. Returns it."""
+        ranks = []
+        for pid in self.node_pids(node):
+            try:
+                if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    ranks.append(pid)
+            except OSError:  # ended meanwhile
+                continue
+        if not ranks:
+            raise BedError(f"no task matching {marker!r} runs on {node}")
+        os.kill(min(ranks), signal.SIGKILL)
+        return min(ranks)
+
     def drain(self, node: str) -> None:
         self.scontrol("update", f"nodename={node}", "state=drain", "reason=hotspare-test")
 
