@@ -137,3 +137,54 @@ def test_mpiexec_node_crash_is_probed_not_guessed(slurm_bed, tmp_path: Path) -> 
     assert entries[0].reason in {"probed", "scheduler"}
     assert all("n1" not in a.hosts for a in attempts[1:]) and "n4" in attempts[-1].hosts
     assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
+
+
+PBS_JOB = """#!/bin/bash
+#PBS -l walltime=00:05:00
+#SBATCH --no-kill
+# slurm-wlm-torque's qsub hands this script to sbatch, which reads the #PBS lines and ours. PBS_NODEFILE is
+# not set there: generate_pbs_nodefile writes one, as PBS would.
+export PBS_NODEFILE=$(generate_pbs_nodefile)
+exec {hotspare} launch --launcher mpiexec --launcher-cmd mpiexec.mpich --launcher-arg=-iface --launcher-arg=lo \\
+  --nhosts 3 --checkpoint-dir {ckpt} --run-dir {run} --backoff 0.5 --probe-timeout 5 \\
+  -- {python} -m hotspare.trainer --steps {steps} --ckpt-every 5 --ckpt-dir {ckpt} --step-s 0.2 --sync
+"""
+
+
+def test_pbs_qsub_job_fails_over(slurm_bed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """PBS-style submission (`qsub -l select=4:ncpus=1`, slurm-wlm-torque): hotspare reads the job's
+    PBS_NODEFILE, runs 3 active + 1 spare under Hydra, and when n2 crashes the probe names it, n4 replaces it
+    and the job completes with the fault-free checksum."""
+    run, ckpt = tmp_path / "run", tmp_path / "ckpt"
+    script = tmp_path / "job.pbs"
+    script.write_text(PBS_JOB.format(hotspare=HOTSPARE, python=sys.executable, ckpt=ckpt, run=run, steps=STEPS))
+    env = {**slurm_bed.env, **MPI["mpiexec"][1]}
+    sub = subprocess.run(["qsub", "-l", "select=4:ncpus=1", "-o", str(tmp_path / "out"), "-e", str(tmp_path / "err"),
+                          str(script)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip()
+    assert job.isdigit(), sub.stdout
+    try:
+        deadline = time.monotonic() + 60
+        while not (run / "attempt-1.log").exists() or b"step=10 " not in (run / "attempt-1.log").read_bytes():
+            assert time.monotonic() < deadline, "the job never reached step 10"
+            time.sleep(0.2)
+        slurm_bed.crash("n2")
+        deadline = time.monotonic() + 180
+        while subprocess.run(["squeue", "-h", "-j", job], env=env, capture_output=True, text=True,
+                             check=False).stdout.strip():
+            assert time.monotonic() < deadline, "the job did not end"
+            time.sleep(0.5)
+    finally:
+        subprocess.run(["scancel", job], env=env, capture_output=True, check=False)
+    state = slurm_bed.scontrol("show", "job", job)
+    assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state
+    ledger = Ledger.open(run)
+    attempts = ledger.attempts()
+    config = ledger.run_config() or {}
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert tuple(config["allocation"]) == ("n1", "n2", "n3", "n4")  # the job's PBS_NODEFILE (read first)
+    assert [e.host.name for e in entries] == ["n2"]
+    assert all("n2" not in a.hosts for a in attempts[1:]) and "n4" in attempts[-1].hosts
+    assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()

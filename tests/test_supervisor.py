@@ -413,3 +413,23 @@ def test_resume_never_signals_a_reused_process_group(leftovers: Path) -> None:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_probe_no_host_answers_blames_nobody(leftovers: Path) -> None:
+    """A launcher option that breaks every launch breaks every probe too: the probe is suspect, not the
+    nodes. No host is quarantined; the run stops (attempt limit) with every node still in the pool."""
+    cfg = replace(config(leftovers), launcher_args=("--no-such-option",),
+                  budgets=Budgets(max_attempts=3, backoff_base_s=0.05, backoff_max_s=0.1))
+    run = leftovers / "run"
+    code = Supervisor(cfg, run).run()
+    ledger = Ledger.open(run)
+    try:
+        entries = Quarantine.attach(ledger.connection).entries()
+        notes = [o[4] for o in ledger.observations() if o[2] == "probe" and o[3] is None]
+        decisions = ledger.decisions()
+    finally:
+        ledger.close()
+    assert code == EXIT_NO_RETRY
+    assert entries == []
+    assert notes and "no host is blamed" in notes[0]
+    assert all(not d.hosts for d in decisions)

@@ -37,13 +37,16 @@ def probe_hosts(
     *,
     timeout_s: float,
     program: str | None = None,
+    extra_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     run: Callable[[list[str], float], Completed] | None = None,
 ) -> list[ProbeResult]:
     """Probe every host in parallel; results in the order of ``hosts``.
 
-    ``program`` is the launcher's executable (see :class:`LaunchSpec`), ``env``
-    the environment the probes start with (default: this process's).
+    ``program`` and ``extra_args`` are the job's own launcher executable and
+    options (see :class:`LaunchSpec`): a probe must start the way the job does
+    (e.g. Hydra's ``-iface``), or it fails on healthy hosts. ``env`` is the
+    environment the probes start with (default: this process's).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     if run is None:
@@ -54,7 +57,7 @@ def probe_hosts(
         index, host = index_host
         hostfile = workdir / f"probe-{index}.hosts"
         spec = LaunchSpec(launcher=launcher, hosts=(host,), ppn=1, command=PROBE_COMMAND, hostfile=hostfile,
-                          program=program)
+                          program=program, extra_args=tuple(extra_args))
         write_hostfile(hostfile, render_hostfile(spec.hosts, launcher, 1))
         done = run(build_argv(spec), timeout_s)
         if done.timed_out:

@@ -277,10 +277,8 @@ class Supervisor:
             ledger.observe(number, self.wall(), "scheduler", host.name, "reported unhealthy while output stalled")
         if not sick:
             return False
-        results = self._probe_hosts([h for h in pool.active if h in sick])
-        for res in results:
-            ledger.observe(number, self.wall(), "probe", res.host.name, f"scheduler report: {res.detail}")
-        watch.scheduler_blamed = tuple(r.host for r in results if not r.ok)
+        watch.scheduler_blamed = self._dead(ledger, number, pool, [h for h in pool.active if h in sick],
+                                            "scheduler report")
         return bool(watch.scheduler_blamed)
 
     def _checkpoint(self) -> Checkpoint | None:
@@ -288,7 +286,8 @@ class Supervisor:
 
     def _probe_hosts(self, hosts: Sequence[Host]) -> list[ProbeResult]:
         return probe_hosts(hosts, self.config.launcher, self.run_dir / "probes", timeout_s=self.config.probe_timeout_s,
-                           program=self.config.launcher_cmd, env=self._base_env())
+                           program=self.config.launcher_cmd, extra_args=self.config.launcher_args,
+                           env=self._base_env())
 
     def _base_env(self) -> dict[str, str]:
         """The environment every launch and probe starts with.
@@ -355,12 +354,26 @@ class Supervisor:
         return left, every
 
     def _probe(self, ledger: Ledger, number: int, pool: Pool, verdict: Verdict, *, why: str) -> Verdict:
-        """Ask every active host; the ones that do not answer are blamed (reason ``probed``)."""
-        results = self._probe_hosts(pool.active)
+        """Ask every active host; the ones that do not answer are blamed (reason ``probed``).
+
+        When several hosts are asked and none answers, the probe itself is suspect (a launcher option it
+        lacks, a broken launcher, the controller gone), not every node at once: nobody is blamed, and the
+        ledger says so. Retiring a whole allocation of healthy nodes on such evidence is the worst outcome.
+        """
+        dead = self._dead(ledger, number, pool, pool.active, why)
+        return _blame(verdict, dead, "probed", f"did not answer a probe ({why})") if dead else verdict
+
+    def _dead(self, ledger: Ledger, number: int, pool: Pool, hosts: Sequence[Host], why: str) -> tuple[Host, ...]:
+        """Probe ``hosts``; the ones that did not answer, unless no active host at all did (see :meth:`_probe`)."""
+        results = self._probe_hosts(hosts)
         for res in results:
             ledger.observe(number, self.wall(), "probe", res.host.name, f"{why}: {res.detail}")
         dead = tuple(r.host for r in results if not r.ok)
-        return _blame(verdict, dead, "probed", f"did not answer a probe ({why})") if dead else verdict
+        if len(pool.active) > 1 and set(dead) >= set(pool.active):
+            ledger.observe(number, self.wall(), "probe", None,
+                           "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
+            return ()
+        return dead
 
     def _act(self, ledger: Ledger, quarantine: Quarantine, number: int, *, decision: Decision, verdict: Verdict,
              pool: Pool, history: History) -> tuple[Pool, History]:
