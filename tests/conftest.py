@@ -35,19 +35,45 @@ def run_cli(*args: str, stdin: bytes | None = None, env: dict[str, str] | None =
     )
 
 
-@pytest.fixture
-def slurm_bed():  # type: ignore[no-untyped-def]
-    """A real 4-node SLURM 22.05 cluster on this machine, fresh for each test (up in ~0.4 s): a node crashed
-    by one test must not leave step or job state behind for the next. Torn down even when tests fail.
+class _Cluster:
+    """The session's bed, rebuilt (down, then up in ~0.5 s) whenever a test left it disturbed."""
 
-    It needs root and the Debian packages slurmctld slurmd slurm-client munge (``./run test`` and
-    ``.ci/run`` install them as root). If it cannot start, the tests that use it fail: never skipped.
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bed: Bed | None = None
+
+    def fresh(self) -> Bed:
+        if self.bed is not None and self.bed.settled():
+            return self.bed
+        self.close()
+        self.bed = Bed.up(self.root)
+        return self.bed
+
+    def close(self) -> None:
+        if self.bed is not None:
+            self.bed.down()
+            self.bed = None
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():  # type: ignore[no-untyped-def]
+    """A real 4-node SLURM 22.05 cluster for the whole session, torn down at its end even when tests fail
+    (it kills only the PIDs it started). Needs root and the Debian packages slurmctld slurmd slurm-client
+    munge (``./run test`` and ``.ci/run`` install them as root). If it cannot start, the tests that use it
+    fail: never skipped.
     """
     # Not under pytest's 0700 temp dirs: munged needs every directory above its socket traversable.
-    root = Path(tempfile.gettempdir()) / f"hotspare-bed-{os.getpid()}"
-    bed = Bed.up(root)
+    cluster = _Cluster(Path(tempfile.gettempdir()) / f"hotspare-bed-{os.getpid()}")
     try:
-        yield bed
+        yield cluster
     finally:
-        bed.down()
-        shutil.rmtree(root, ignore_errors=True)
+        cluster.close()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def slurm_bed(slurm_cluster):  # type: ignore[no-untyped-def]
+    """The session's cluster as each test must find it: every node up and idle, no job left. A test that
+    crashed, froze or drained a node, or whose jobs would not end, gets the cluster rebuilt before the next
+    test runs, so no step or job state leaks between tests."""
+    return slurm_cluster.fresh()

@@ -10,9 +10,10 @@ from pathlib import Path
 CAMPAIGN = Path(__file__).resolve().parent.parent / "benchmarks" / "campaign.py"
 
 
-def test_short_campaign(tmp_path: Path) -> None:
+def test_short_campaign(slurm_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Crash, freeze, rank kill (victims drawn among the active nodes) and ENOSPC: every run correct, no healthy
     node retired, no spare spent on the storage fault, and every run ends with the fault-free checksum."""
+    slurm_cluster.close()  # the campaign brings up a fresh bed per run, on the same ports
     out = tmp_path / "campaign.json"
     done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "4", "--json", str(out), "--seed", "7"],
                           capture_output=True, text=True, timeout=900, check=False)

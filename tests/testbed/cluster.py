@@ -81,6 +81,8 @@ class Bed:
     root: Path
     nodes: tuple[str, ...]
     pids: dict[str, int] = field(default_factory=dict)
+    #: A node was crashed, frozen or drained: :meth:`settled` is False until the bed is rebuilt.
+    disturbed: bool = False
     _children: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
 
     @property
@@ -163,11 +165,13 @@ class Bed:
 
     def crash(self, node: str) -> None:
         """Power off: SIGKILL the node's namespace init; slurmd, stepd and tasks die with it."""
+        self.disturbed = True
         if not self._signal(f"node:{node}", signal.SIGKILL):
             raise BedError(f"{node} is not running")
 
     def freeze(self, node: str) -> None:
         """Hang the node: SIGSTOP every process in it (sockets stay open, nothing answers)."""
+        self.disturbed = True
         for pid in self.node_pids(node):
             os.kill(pid, signal.SIGSTOP)
 
@@ -201,12 +205,32 @@ class Bed:
         return min(ranks)
 
     def drain(self, node: str) -> None:
+        self.disturbed = True
         self.scontrol("update", f"nodename={node}", "state=drain", "reason=hotspare-test")
 
     def resume(self, node: str) -> None:
         self.scontrol("update", f"nodename={node}", "state=resume")
 
     # -- queries -------------------------------------------------------------------
+    def settled(self, timeout_s: float = 10.0) -> bool:
+        """Cancel every job, then whether the bed is as new: no node ever disturbed, no job left, all idle."""
+        if self.disturbed or not all(f"node:{n}" in self.pids and _alive(self.pids[f"node:{n}"]) for n in self.nodes):
+            return False
+        try:
+            jobs = _run(["squeue", "-h", "-o", "%i"], env=self.env).stdout.split()
+            if jobs:
+                _run(["scancel", *jobs], env=self.env)
+        except BedError:
+            return False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            left = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env=self.env,
+                                  timeout=10, check=False)
+            if left.returncode == 0 and not left.stdout.split() and self.idle_nodes() == set(self.nodes):
+                return True
+            time.sleep(0.2)
+        return False
+
     def scontrol(self, *args: str) -> str:
         return _run(["scontrol", *args], env=self.env).stdout
 
@@ -244,6 +268,8 @@ def _read_pid(path: Path) -> int:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:  # never let 0 or -1 reach kill(): they mean "a group" / "everyone"
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
