@@ -109,6 +109,10 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--min-free-gb", type=float, help="refuse to start with less free space (per OST on Lustre)")
     p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds without output before a hang")
     p.add_argument("--probe-timeout", type=float, default=30.0)
+    p.add_argument("--stall", type=float, default=3.0,
+                   help="seconds without output before the scheduler is asked about the active nodes")
+    p.add_argument("--scheduler-poll", type=float, default=5.0,
+                   help="seconds between scheduler queries while output is stalled")
     p.add_argument("--max-attempts", type=int, default=10)
     p.add_argument("--retries", type=int, default=2, help="in-place retries for storage/network trouble")
     p.add_argument("--blind-rotation", action="store_true", help="allow swapping a host without evidence")
@@ -320,7 +324,8 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
             command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
             launcher_args=tuple(args.launcher_arg), launcher_cmd=args.launcher_cmd,
             ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
-            probe_timeout_s=args.probe_timeout, budgets=budgets,
+            probe_timeout_s=args.probe_timeout, stall_s=args.stall, scheduler_poll_s=args.scheduler_poll,
+            budgets=budgets,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

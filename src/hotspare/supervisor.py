@@ -52,10 +52,12 @@ class RunConfig:
     idle_timeout_s: float = 600.0
     grace_s: float = 10.0
     probe_timeout_s: float = 30.0
-    #: How often the scheduler is asked about the active nodes while output has stalled.
+    #: How often the scheduler is asked about the active nodes while output has stalled (the first time at
+    #: once). Each ask is one ``scontrol show node``/``pbsnodes`` call for the active nodes.
     scheduler_poll_s: float = 5.0
-    #: Silence after which a node the scheduler calls unhealthy is probed (progress has stalled).
-    stall_s: float = 10.0
+    #: Silence after which the scheduler is asked about the active nodes; a node it calls unhealthy is then
+    #: probed. Low is cheap: nothing is ended on the scheduler's word or on silence alone.
+    stall_s: float = 3.0
     quarantine_ttl_s: float | None = None
     budgets: Budgets = field(default_factory=Budgets)
 
@@ -64,6 +66,8 @@ class RunConfig:
             raise ValueError("no command to launch")
         if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:
             raise ValueError("idle_timeout_s and probe_timeout_s must be > 0, grace_s >= 0")
+        if self.stall_s <= 0 or self.scheduler_poll_s <= 0:
+            raise ValueError("stall_s and scheduler_poll_s must be > 0")
         if self.launcher_cmd is not None and (not self.launcher_cmd or self.launcher_cmd != self.launcher_cmd.strip()):
             raise ValueError(f"launcher_cmd {self.launcher_cmd!r} is empty or padded: give a command name or path")
 
