@@ -25,6 +25,7 @@ from hotspare.policy import Budgets
 from hotspare.pool import Pool, resolve_allocation
 from hotspare.postmortem import build_report, render
 from hotspare.preflight import check_free_space, default_lfs
+from hotspare.quarantine import Quarantine
 from hotspare.scan import MIN_WRAP_WIDTH, scan
 from hotspare.supervisor import RunConfig, Supervisor
 
@@ -99,6 +100,10 @@ def _launch_parser(sub: Any) -> None:
     )
     _allocation_args(p)
     p.add_argument("--nhosts", type=int, help="active hosts (the rest are spares)")
+    p.add_argument("--spare-hosts", metavar="LIST",
+                   help="more spares beyond the allocation (hostlist; may be empty), e.g. a Parsl block's spares")
+    p.add_argument("--quarantine", metavar="FILE",
+                   help="a quarantine shared with other runs (SQLite; e.g. a workflow's ledger.sqlite)")
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
     p.add_argument("--launcher-cmd", metavar="PROG",
                    help="the launcher's executable, when not its name (e.g. mpiexec.mpich, mpirun.openmpi)")
@@ -307,6 +312,8 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
         raise UsageError("no command: hotspare launch [options] -- CMD ARGS...")
     allocation = resolve_allocation(hosts=args.hosts, hostfile=args.hostfile)
     nhosts = args.nhosts or len(allocation)
+    if args.spare_hosts and args.spare_hosts.strip(","):
+        allocation = list(dict.fromkeys([*allocation, *expand_hosts(args.spare_hosts.strip(","))]))
     Pool.split(allocation, nhosts)
     if args.min_free_gb is not None:
         check_free_space(args.checkpoint_dir or ".", args.min_free_gb, lfs=default_lfs)
@@ -330,7 +337,8 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     run_dir = args.run_dir or f"hotspare-run-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Supervisor(config, run_dir)
+    quarantine = Quarantine.open(args.quarantine) if args.quarantine else None
+    return Supervisor(config, run_dir, quarantine=quarantine)
 
 
 def _postmortem(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""What the batch scheduler says: node states and remaining walltime (SLURM, PBS).
+"""What the batch scheduler says: node states, remaining walltime, how a job ended (SLURM, PBS).
 
 Parsers are pure (``parse_*``) and tested on captured output; :class:`SchedulerQuery`
 asks the real commands through the runner, bounded by a timeout, and answers
@@ -9,13 +9,14 @@ read as a fault.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hotspare.errors import HostError
-from hotspare.hosts import Host
+from hotspare.hosts import Host, expand_hosts
 from hotspare.runner import Completed, capture
 
 # Words in SLURM (DOWN*, IDLE+NOT_RESPONDING, FAIL) and PBS (down, offline, state-unknown)
@@ -74,6 +75,75 @@ def parse_pbsnodes(text: str) -> dict[Host, str]:
     return states
 
 
+@dataclass(frozen=True, slots=True)
+class JobFacts:
+    """How the scheduler describes one job: its state, nodes, exit code and the scheduler's own words."""
+
+    job_id: str
+    state: str
+    hosts: tuple[Host, ...] = ()
+    exit_code: int | None = None
+    reason: str = ""
+
+    @property
+    def node_failed(self) -> bool:
+        """SLURM's NODE_FAIL (PBS says it only in the job's comment, which :attr:`reason` carries)."""
+        return self.state.upper().startswith("NODE_FAIL")
+
+
+def _hosts(names: Sequence[str]) -> tuple[Host, ...]:
+    found: dict[Host, Host] = {}
+    for name in names:
+        with contextlib.suppress(HostError):
+            host = Host(name)
+            found.setdefault(host, host)
+    return tuple(found)
+
+
+def parse_scontrol_job(text: str) -> JobFacts | None:
+    """``scontrol show job [-o] ID``: JobState, NodeList (a hostlist), ExitCode ``rc:signal``, Reason."""
+    fields = dict(re.findall(r"(?:^|\s)(\w+)=(\S*)", text))
+    if "JobId" not in fields or "JobState" not in fields:
+        return None
+    nodes = fields.get("NodeList", "")
+    hosts: tuple[Host, ...] = ()
+    if nodes and nodes != "(null)":
+        with contextlib.suppress(HostError, ValueError):
+            hosts = tuple(expand_hosts(nodes))
+    code = re.fullmatch(r"(\d+):(\d+)", fields.get("ExitCode", ""))
+    exit_code = None if code is None else (128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1)))
+    reason = fields.get("Reason", "")
+    return JobFacts(fields["JobId"], fields["JobState"], hosts, exit_code, "" if reason == "None" else reason)
+
+
+def parse_pbs_exec_host(text: str) -> tuple[Host, ...]:
+    """PBS ``exec_host`` (``n1/0*2+n2/0``) or ``exec_vnode`` (``(n1:ncpus=2)+(n2:ncpus=2)``): the hosts."""
+    names = [re.split(r"[/:*]", part.strip("() "), maxsplit=1)[0] for part in re.split(r"[+]", text) if part.strip()]
+    return _hosts([n for n in names if n])
+
+
+def parse_qstat_json(text: str) -> dict[str, JobFacts]:
+    """``qstat -x -f -F json [IDS]`` (PBS Pro): each job's state, exec hosts, Exit_status and comment.
+
+    PBS Pro reports a finished job as state F whether it succeeded or not: the exit status and the
+    comment are what tell them apart.
+    """
+    try:
+        jobs = json.loads(text).get("Jobs", {})
+    except (ValueError, AttributeError):
+        return {}
+    facts: dict[str, JobFacts] = {}
+    for job_id, job in jobs.items() if isinstance(jobs, dict) else ():
+        if not isinstance(job, dict):
+            continue
+        hosts = parse_pbs_exec_host(str(job.get("exec_vnode") or job.get("exec_host") or ""))
+        status = job.get("Exit_status")
+        facts[job_id] = JobFacts(job_id, str(job.get("job_state", "")), hosts,
+                                 int(status) if isinstance(status, int | str) and str(status).lstrip("-").isdigit()
+                                 else None, str(job.get("comment", "")))
+    return facts
+
+
 def _put(states: dict[Host, str], name: str, state: str) -> None:
     with contextlib.suppress(HostError):  # a name we cannot use is not a node we run on
         states[Host(name)] = state
@@ -108,6 +178,16 @@ class SchedulerQuery:
             return parse_scontrol_nodes(done.stdout) if done.ok else {}
         done = self.run(["pbsnodes", *names], self.timeout_s)
         return parse_pbsnodes(done.stdout) if done.ok else {}
+
+    def job_facts(self, job_id: str) -> JobFacts | None:
+        """How the scheduler describes job ``job_id`` (None when it cannot be asked or forgot the job)."""
+        if self.kind == "slurm":
+            done = self.run(["scontrol", "show", "job", "-o", job_id], self.timeout_s)
+            return parse_scontrol_job(done.stdout) if done.ok else None
+        if self.kind == "pbs":
+            done = self.run(["qstat", "-x", "-f", "-F", "json", job_id], self.timeout_s)
+            return parse_qstat_json(done.stdout).get(job_id) if done.ok else None
+        return None
 
     def walltime_left_s(self) -> float | None:
         """Seconds left before the scheduler ends the job (None: unknown or unlimited)."""

@@ -1,0 +1,97 @@
+"""Inside a block's batch job: split the nodes into active and spare, and say so to the shell.
+
+The provider adds one line to the block's ``worker_init``::
+
+    eval "$(python -m hotspare_parsl.block --run-dir DIR --spares N --job-name NAME)"
+
+It reads the block's nodes (``$PBS_NODEFILE``, else ``$SLURM_JOB_NODELIST``),
+leaves out hosts the workflow's quarantine holds, keeps the first node (where
+the batch script, and so Parsl's manager, runs) active, holds the last ``N``
+back as spares, and prints ``export`` lines:
+
+* ``SLURM_NODELIST`` / ``PBS_NODEFILE`` narrowed to the active nodes, so
+  Parsl's MPI task scheduler hands out only those;
+* ``HOTSPARE_BLOCK_SPARES`` (comma-separated), ``HOTSPARE_QUARANTINE`` and
+  ``HOTSPARE_RUN_DIR``, which :func:`hotspare_parsl.mpi_launch` commands read.
+
+It also records the split in ``DIR/blocks/NAME.json``, so the provider knows
+the block's hosts even when the scheduler has forgotten the job. Host names
+are validated (:class:`hotspare.Host`) and every printed value is shell-quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from hotspare import Host
+from hotspare.errors import HotspareError
+from hotspare.launchers import write_atomic
+from hotspare.ledger import LEDGER_NAME
+from hotspare.pool import resolve_allocation
+from hotspare.quarantine import Quarantine
+
+
+def split_block(hosts: list[Host], spares: int, quarantined: frozenset[Host]) -> tuple[list[Host], list[Host]]:
+    """(active, spare): quarantined hosts out, the lead node kept active, the last ``spares`` held back.
+
+    With too few usable nodes the spares shrink first: a block always runs its work.
+    """
+    usable = [h for h in hosts if h not in quarantined]
+    if not usable:
+        return [], []
+    lead, rest = usable[0], usable[1:]
+    keep = max(0, min(spares, len(rest)))
+    return [lead, *rest[: len(rest) - keep]], rest[len(rest) - keep:]
+
+
+def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str]) -> str:
+    """The shell lines for this block (and the record written beside the ledger)."""
+    hosts = resolve_allocation(environ=environ)
+    quarantine = Quarantine.open(run_dir / LEDGER_NAME)
+    active, spare = split_block(hosts, spares, quarantine.hosts())
+    if not active:
+        raise HotspareError(f"every node of this block is quarantined: {', '.join(h.raw for h in hosts)}")
+    blocks = run_dir / "blocks"
+    blocks.mkdir(parents=True, exist_ok=True)
+    record = {"job_name": job_name, "hosts": [h.raw for h in hosts], "active": [h.raw for h in active],
+              "spares": [h.raw for h in spare], "slurm_job_id": environ.get("SLURM_JOB_ID"),
+              "pbs_job_id": environ.get("PBS_JOBID")}
+    safe_name = "".join(c if c.isalnum() or c in "._-" else "_" for c in job_name)
+    write_atomic(blocks / f"{safe_name}.json", json.dumps(record, sort_keys=True))
+    lines = {
+        "HOTSPARE_RUN_DIR": str(run_dir),
+        "HOTSPARE_QUARANTINE": str(run_dir / LEDGER_NAME),
+        "HOTSPARE_BLOCK_SPARES": ",".join(h.raw for h in spare),
+        "HOTSPARE_BLOCK_ACTIVE": ",".join(h.raw for h in active),
+    }
+    if environ.get("PBS_NODEFILE"):
+        nodefile = blocks / f"{safe_name}.active"
+        write_atomic(nodefile, "".join(f"{h.raw}\n" for h in active))
+        lines["PBS_NODEFILE"] = str(nodefile)
+    if environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST"):
+        lines["SLURM_NODELIST"] = ",".join(h.raw for h in active)
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in lines.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hotspare_parsl.block", description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--spares", type=int, default=0)
+    parser.add_argument("--job-name", default="block")
+    args = parser.parse_args(argv)
+    try:
+        sys.stdout.write(exports(Path(args.run_dir), args.spares, args.job_name, os.environ))
+    except HotspareError as exc:
+        print(f"hotspare_parsl.block: error: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

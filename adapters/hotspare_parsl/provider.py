@@ -1,0 +1,340 @@
+"""``FailoverProvider``: a Parsl execution provider that wraps another and keeps blocks off dead nodes.
+
+One line changes in a Parsl config::
+
+    provider=FailoverProvider(SlurmProvider(nodes_per_block=4, ...), spares_per_block=1, run_dir="wf-run")
+
+What it adds to the wrapped provider (``inner``):
+
+* **spares**: each block asks ``inner`` for ``nodes_per_block + spares_per_block`` nodes; inside the
+  job, :mod:`hotspare_parsl.block` narrows ``SLURM_NODELIST``/``PBS_NODEFILE`` to the active nodes
+  (what Parsl's MPI task scheduler hands out) and exports the spares for :func:`mpi_launch` commands;
+* **placement away from quarantined hosts**: SLURM ``#SBATCH --exclude=`` (added to the wrapped
+  provider's ``scheduler_options`` for that one submit, then restored); PBS Pro cannot exclude, so
+  the ``select`` line of the instance's ``template_string`` is rewritten to pin ``host=`` chunks
+  chosen among hosts known good (:func:`pin_pbs_select`);
+* **judging blocks that end**: the scheduler's own record (SLURM ``scontrol show job``: NODE_FAIL;
+  PBS ``qstat -x -f -F json``: Exit_status and comment, because PBSProProvider calls every finished
+  job COMPLETED), the block's stdout/stderr, and the core classifier. A block lost to a node fault
+  quarantines exactly the named hosts (reason and evidence in the run's ledger) and is reported
+  FAILED with that reason; Parsl's scaling strategy replaces it, and the next submit excludes them;
+* **bounded resubmission**: at most ``max_submits`` blocks per ``window_s`` seconds; beyond that
+  ``submit`` raises, so a broken site cannot turn into thousands of jobs.
+
+The quarantine lives in ``run_dir/ledger.sqlite`` and is shared by every block, executor and task
+supervisor of the workflow (:class:`hotspare.quarantine.Quarantine`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sqlite3
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from parsl.jobs.states import JobState, JobStatus
+from parsl.providers.base import ExecutionProvider
+
+from hotspare import FailureClass, Host, Verdict, classify, load_patterns, scan
+from hotspare.classify import Blame, SchedulerFacts
+from hotspare.errors import HotspareError
+from hotspare.ledger import LEDGER_NAME
+from hotspare.quarantine import Quarantine
+from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
+
+_BLOCKS_TABLE = """
+CREATE TABLE IF NOT EXISTS parsl_blocks (
+    job_id TEXT PRIMARY KEY, job_name TEXT, submitted_s REAL NOT NULL, ended_s REAL,
+    hosts TEXT NOT NULL DEFAULT '[]', excluded TEXT NOT NULL DEFAULT '[]', scheduler_state TEXT,
+    failure_class TEXT, verdict TEXT, evidence TEXT NOT NULL DEFAULT '[]'
+)
+"""
+
+#: Read at most this much of a block's stdout/stderr when judging it (the end matters most).
+_TAIL_BYTES = 8 << 20
+
+
+class ResubmissionLimit(HotspareError):
+    """More blocks were asked for in the window than the provider allows."""
+
+
+def _kind(inner: ExecutionProvider) -> str:
+    name = type(inner).__name__
+    if "Slurm" in name:
+        return "slurm"
+    if "PBSPro" in name or "Torque" in name or "PBS" in name:
+        return "pbs"
+    return "local"
+
+
+def pin_pbs_select(template: str, hosts: Sequence[str]) -> str:
+    """A PBS Pro template whose ``select=`` line asks for exactly ``hosts`` (``1:host=H:…`` chunks).
+
+    The chunk's other resources (``ncpus=...``) are kept. Hosts are validated first; a template
+    without a ``select=`` line is returned unchanged.
+    """
+    names = [Host(h).raw for h in hosts]
+    match = re.search(r"^(#PBS -l select=)(\S+)(.*)$", template, re.MULTILINE)
+    if match is None or not names:
+        return template
+    rest = match.group(2).split(":", 1)[1] if ":" in match.group(2) else ""
+    chunk = ":" + rest if rest else ""
+    select = "+".join(f"1:host={name}{chunk}" for name in names)
+    return template[: match.start()] + match.group(1) + select + match.group(3) + template[match.end():]
+
+
+@dataclass
+class _Block:
+    job_id: str
+    job_name: str
+    stdout: str | None = None
+    stderr: str | None = None
+    hosts: tuple[Host, ...] = ()
+    verdict: Verdict | None = None
+    facts: JobFacts | None = None
+    judged: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class FailoverProvider(ExecutionProvider):
+    """Wraps ``inner`` (SlurmProvider, PBSProProvider, TorqueProvider, LocalProvider, ...); see the module."""
+
+    def __init__(
+        self,
+        inner: ExecutionProvider,
+        *,
+        spares_per_block: int = 0,
+        run_dir: str | Path = "hotspare-parsl",
+        max_submits: int = 20,
+        window_s: float = 600.0,
+        quarantine_ttl_s: float | None = None,
+        query: SchedulerQuery | None = None,
+        python: str | None = None,
+    ) -> None:
+        if spares_per_block < 0:
+            raise ValueError(f"spares_per_block={spares_per_block}: give 0 or more")
+        if max_submits < 1 or window_s <= 0:
+            raise ValueError("max_submits must be >= 1 and window_s > 0")
+        self.inner = inner
+        self.spares_per_block = spares_per_block
+        self.run_dir = Path(run_dir).resolve()
+        self.max_submits = max_submits
+        self.window_s = window_s
+        self.quarantine_ttl_s = quarantine_ttl_s
+        self._kind = _kind(inner)
+        self._query = query or SchedulerQuery(self._kind if self._kind != "local" else None, None)
+        self._python = python
+        self._lock = threading.Lock()
+        self._submits: deque[float] = deque()
+        self._blocks: dict[str, _Block] = {}
+        self._patterns = load_patterns()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.run_dir / LEDGER_NAME, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(_BLOCKS_TABLE)
+        self.quarantine = Quarantine.attach(self._db)
+
+    # -- what executors and the DFK read and set: the inner provider's own -------------------
+    label = property(lambda self: self.inner.label)
+    status_polling_interval = property(lambda self: self.inner.status_polling_interval)
+
+    def _delegate(name: str) -> property:  # type: ignore[misc]
+        return property(lambda self: getattr(self.inner, name),
+                        lambda self, value: setattr(self.inner, name, value))
+
+    min_blocks = _delegate("min_blocks")
+    max_blocks = _delegate("max_blocks")
+    init_blocks = _delegate("init_blocks")
+    parallelism = _delegate("parallelism")
+    nodes_per_block = _delegate("nodes_per_block")
+    script_dir = _delegate("script_dir")
+    launcher = _delegate("launcher")
+    resources = _delegate("resources")
+    cores_per_node = _delegate("cores_per_node")
+    mem_per_node = _delegate("mem_per_node")
+    walltime = _delegate("walltime")
+    del _delegate
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else a caller reads (worker_init, partition, channel, ...) is the inner provider's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    # -- submit ------------------------------------------------------------------------------
+    def submit(self, command: str, tasks_per_node: int, job_name: str = "parsl.failover") -> object:
+        """Submit one block through ``inner``: spares added, quarantined hosts kept out."""
+        now = time.monotonic()
+        with self._lock:
+            while self._submits and now - self._submits[0] > self.window_s:
+                self._submits.popleft()
+            if len(self._submits) >= self.max_submits:
+                raise ResubmissionLimit(
+                    f"{len(self._submits)} blocks submitted in the last {self.window_s:g} s (max_submits="
+                    f"{self.max_submits}): not submitting more; see {self.run_dir / LEDGER_NAME} for why blocks ended")
+            self._submits.append(now)
+        bad = sorted(h.raw for h in self.quarantine.hosts())
+        saved = {k: getattr(self.inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
+                                                     "template_string") if k in vars(self.inner)}
+        name = f"{job_name}.{time.time():.6f}"
+        try:
+            self.inner.nodes_per_block = saved["nodes_per_block"] + self.spares_per_block
+            if "worker_init" in saved and self._kind != "local":
+                self.inner.worker_init = self._block_init(name) + saved["worker_init"]
+            if self._kind == "slurm" and "scheduler_options" in saved:
+                extra = "#SBATCH --no-requeue\n"
+                if self.spares_per_block:
+                    extra += "#SBATCH --no-kill\n"  # a lost node is the block's spare's job, not the block's end
+                if bad:
+                    extra += f"#SBATCH --exclude={','.join(bad)}\n"
+                self.inner.scheduler_options = saved["scheduler_options"] + extra
+            if self._kind == "pbs" and bad and "template_string" in saved:
+                good = self._known_good(self.inner.nodes_per_block)
+                if good:
+                    self.inner.template_string = pin_pbs_select(saved["template_string"], good)
+            job_id = self.inner.submit(command, tasks_per_node, job_name=job_name)
+        finally:
+            for key, value in saved.items():
+                setattr(self.inner, key, value)
+        record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
+        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"))
+        with self._lock:
+            self._blocks[str(job_id)] = block
+        self._db.execute("INSERT OR REPLACE INTO parsl_blocks (job_id, job_name, submitted_s, excluded)"
+                         " VALUES (?, ?, ?, ?)", (str(job_id), name, time.time(), json.dumps(bad)))
+        return job_id
+
+    def _block_init(self, name: str) -> str:
+        python = self._python or sys.executable
+        argv = [python, "-m", "hotspare_parsl.block", "--run-dir", str(self.run_dir),
+                "--spares", str(self.spares_per_block), "--job-name", name]
+        return f'eval "$({" ".join(shlex.quote(a) for a in argv)})"\n'
+
+    def _known_good(self, count: int) -> list[str]:
+        """Hosts earlier blocks ran on that are not quarantined (PBS host pinning), newest first."""
+        bad = self.quarantine.hosts()
+        seen: dict[Host, None] = {}
+        for block in reversed(list(self._blocks.values())):
+            for host in block.hosts:
+                if host not in bad:
+                    seen.setdefault(host, None)
+        good = [h.raw for h in seen]
+        return good[:count] if len(good) >= count else []
+
+    # -- status ------------------------------------------------------------------------------
+    def status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
+        """The inner provider's statuses, as fresh objects; node-loss blocks FAILED with the reason."""
+        answers = self.inner.status(job_ids)
+        out: list[JobStatus] = []
+        for job_id, answer in zip(job_ids, answers, strict=True):
+            block = self._blocks.get(str(job_id))
+            if block is not None:
+                if not block.hosts and answer.state == JobState.RUNNING:
+                    self._learn_hosts(block)
+                if answer.terminal and not block.judged:
+                    self._judge(block, answer)
+                if block.verdict is not None and block.verdict.failure_class is not FailureClass.SUCCESS \
+                        and block.verdict.exclude_hosts:
+                    out.append(JobStatus(JobState.FAILED, f"hotspare: {block.verdict.reason}",
+                                         block.facts.exit_code if block.facts else answer.exit_code,
+                                         answer.stdout_path, answer.stderr_path))
+                    continue
+            out.append(JobStatus(answer.state, answer.message, answer.exit_code, answer.stdout_path,
+                                 answer.stderr_path))
+        return out
+
+    def node_lost(self, job_id: object) -> bool:
+        """Whether the block ``job_id`` ended because of a node fault (see :func:`block_error_handler`)."""
+        block = self._blocks.get(str(job_id))
+        return bool(block and block.verdict and block.verdict.exclude_hosts)
+
+    def block_hosts(self, job_id: object) -> tuple[Host, ...]:
+        """The hosts block ``job_id`` got (empty until learned)."""
+        block = self._blocks.get(str(job_id))
+        if block is not None and not block.hosts:
+            self._learn_hosts(block)
+        return block.hosts if block else ()
+
+    def _learn_hosts(self, block: _Block) -> None:
+        record = self.run_dir / "blocks" / f"{block.job_name}.json"
+        hosts: tuple[Host, ...] = ()
+        facts = self._query.job_facts(block.job_id) if self._query.kind else None
+        if facts is not None and facts.hosts:
+            hosts = facts.hosts
+        elif record.exists():
+            try:
+                hosts = tuple(Host(h) for h in json.loads(record.read_text())["hosts"])
+            except (OSError, ValueError, KeyError, HotspareError):
+                hosts = ()
+        if hosts:
+            block.hosts = hosts
+            self._db.execute("UPDATE parsl_blocks SET hosts = ? WHERE job_id = ?",
+                             (json.dumps([h.raw for h in hosts]), block.job_id))
+
+    def _judge(self, block: _Block, answer: JobStatus) -> None:
+        block.judged = True
+        facts = self._query.job_facts(block.job_id) if self._query.kind else None
+        block.facts = facts
+        if not block.hosts:
+            self._learn_hosts(block)
+        hosts = block.hosts or (facts.hosts if facts else ())
+        states = self._query.node_states(hosts) if hosts and self._query.kind else {}
+        result = scan(self._tails(block, answer), self._patterns)
+        scheduler = SchedulerFacts(job_state=facts.state if facts else None, node_states=dict(states))
+        rc = facts.exit_code if facts and facts.exit_code is not None else answer.exit_code
+        verdict = classify(result, rc=rc, allocation=hosts or None, facts=scheduler)
+        if facts is not None and facts.node_failed and not verdict.exclude_hosts:
+            down = tuple(h for h in hosts if unhealthy(states.get(h, "")))
+            if down:
+                names = ", ".join(h.name for h in down)
+                verdict = _blame(verdict, down, f"the scheduler ended the block NODE_FAIL; {names} reported down")
+        block.verdict = verdict
+        for host in verdict.exclude_hosts:
+            self.quarantine.add(host, _reason(verdict, host), ttl_s=self.quarantine_ttl_s,
+                                detail=f"block {block.job_id}: {verdict.reason}")
+        evidence = [f"{e.pattern}@{e.line} {e.host_text or ''}: {e.text[:300]}" for e in result.evidence[:20]]
+        self._db.execute("UPDATE parsl_blocks SET ended_s = ?, scheduler_state = ?, failure_class = ?, verdict = ?,"
+                         " evidence = ? WHERE job_id = ?",
+                         (time.time(), facts.state if facts else answer.state.name,
+                          verdict.failure_class.value, verdict.reason, json.dumps(evidence), block.job_id))
+
+    def _tails(self, block: _Block, answer: JobStatus) -> bytes:
+        data = b""
+        for path in (block.stdout or answer.stdout_path, block.stderr or answer.stderr_path):
+            if not path:
+                continue
+            try:
+                with open(path, "rb") as f:
+                    f.seek(0, 2)
+                    size = f.tell()
+                    f.seek(max(0, size - _TAIL_BYTES))
+                    data += f.read() + b"\n"
+            except OSError:
+                continue
+        return data
+
+    # -- cancel ------------------------------------------------------------------------------
+    def cancel(self, job_ids: Sequence[object]) -> Sequence[bool]:
+        return self.inner.cancel(job_ids)
+
+    def close(self) -> None:
+        """Close the ledger connection (the DFK does not call this; tests and scripts may)."""
+        self._db.close()
+
+
+def _reason(verdict: Verdict, host: Host) -> str:
+    return next((b.reason for b in verdict.blamed if b.host == host), "scraped")
+
+
+def _blame(verdict: Verdict, hosts: tuple[Host, ...], why: str) -> Verdict:
+    return replace(verdict, failure_class=FailureClass.NODE_LOSS, retryable=True,
+                   blamed=tuple(Blame(h, "scheduler", ()) for h in hosts), exclude_hosts=hosts, reason=why)

@@ -1,0 +1,163 @@
+"""Parsl retry policy and block error handler that know a lost node from a broken program.
+
+``Config(retries=3, retry_handler=hotspare_parsl.retry_handler,
+block_error_handler=hotspare_parsl.block_error_handler)``.
+
+Costs returned by :class:`RetryHandler` (Parsl retries while the summed cost is <= ``retries``):
+
+* a node failure (``ManagerLost``, ``WorkerLost``, or a bash app whose output the classifier reads
+  as a node fault) costs 0, up to ``node_failures`` of them per task (counted by the handler itself:
+  Parsl resets ``fail_history`` every try); beyond that it costs like any failure. A host is
+  quarantined only on evidence: hosts the classifier names, or a lost manager's host that the
+  scheduler reports down/not responding;
+* a user error (the classifier's ``user_error``: an import error, a missing file before any
+  progress, ...) costs ``retries + 1``: it would fail the same way again;
+* storage trouble (``transient_io``) and everything else cost 1, as Parsl's default does.
+
+Bash apps append each try's output to the same ``stdout``/``stderr`` files; the handler reads only
+what was written since the previous failure it looked at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from parsl.executors.high_throughput.errors import ManagerLost, WorkerLost
+from parsl.jobs.error_handlers import simple_error_handler
+from parsl.jobs.states import JobStatus
+
+from hotspare import FailureClass, Host, classify, load_patterns, scan
+from hotspare.errors import EXIT_RETRY_ELSEWHERE, HotspareError
+from hotspare.scheduler import unhealthy
+from hotspare_parsl.provider import FailoverProvider
+
+log = logging.getLogger(__name__)
+
+_MAX_READ = 8 << 20
+
+
+class RetryHandler:
+    """A ``retry_handler`` for Parsl's ``Config``; see the module docstring."""
+
+    def __init__(self, *, node_failures: int = 3) -> None:
+        if node_failures < 0:
+            raise ValueError(f"node_failures={node_failures}: give 0 or more")
+        self.node_failures = node_failures
+        self._lock = threading.Lock()
+        #: Per task id: node failures so far, and how far each output file has been read.
+        self._seen: dict[int, dict[str, Any]] = {}
+        self._patterns = load_patterns()
+
+    def __call__(self, exception: BaseException, task_record: Mapping[str, Any]) -> float:
+        retries = _retries(task_record)
+        with self._lock:
+            state = self._seen.setdefault(int(task_record.get("id", -1)), {"node": 0, "offsets": {}})
+        provider = _provider(task_record)
+        kind, hosts, why = self._judge(exception, task_record, state, provider)
+        if kind == "node":
+            state["node"] += 1
+            if provider is not None:
+                for host in hosts:
+                    provider.quarantine.add(host, "scheduler" if isinstance(exception, ManagerLost) else "scraped",
+                                            detail=f"task {task_record.get('id')}: {why}")
+            return 0.0 if state["node"] <= self.node_failures else 1.0
+        if kind == "user":
+            return float(retries + 1)
+        return 1.0
+
+    def _judge(self, exc: BaseException, task_record: Mapping[str, Any], state: dict[str, Any],
+               provider: FailoverProvider | None) -> tuple[str, tuple[Host, ...], str]:
+        if isinstance(exc, ManagerLost | WorkerLost):
+            host = _host(getattr(exc, "hostname", None))
+            confirmed: tuple[Host, ...] = ()
+            if host is not None and provider is not None and isinstance(exc, ManagerLost):
+                states = provider._query.node_states([host]) if provider._query.kind else {}
+                confirmed = tuple(h for h, s in states.items() if unhealthy(s))
+            return "node", confirmed, str(exc)
+        text = self._new_output(task_record, state)
+        if getattr(exc, "exitcode", None) == EXIT_RETRY_ELSEWHERE:
+            # `hotspare launch` spent the block's spares: the hosts are already in the shared quarantine.
+            return "node", (), "the task's supervisor asked to be retried on other nodes (exit 93)"
+        if not text:
+            return "other", (), type(exc).__name__
+        verdict = classify(scan(text, self._patterns), rc=getattr(exc, "exitcode", None))
+        if verdict.exclude_hosts or verdict.failure_class in (FailureClass.NODE_LOSS, FailureClass.RANK_KILLED,
+                                                              FailureClass.GPU_HW):
+            return "node", verdict.exclude_hosts, verdict.reason
+        if verdict.failure_class is FailureClass.USER_ERROR:
+            return "user", (), verdict.reason
+        return "other", (), verdict.reason
+
+    def _new_output(self, task_record: Mapping[str, Any], state: dict[str, Any]) -> bytes:
+        kwargs = task_record.get("kwargs") or {}
+        data = b""
+        for key in ("stdout", "stderr"):
+            path = _std_path(kwargs.get(key))
+            if path is None:
+                continue
+            start = state["offsets"].get(path, 0)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(0, os.SEEK_END)
+                    end = f.tell()
+                    f.seek(max(start, end - _MAX_READ))
+                    data += f.read(end - start) + b"\n"
+            except OSError:
+                continue
+            state["offsets"][path] = end
+        return data
+
+
+def _std_path(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    if isinstance(spec, tuple | list) and spec:
+        spec = spec[0]
+    path = getattr(spec, "filepath", spec)
+    return str(path) if isinstance(path, str | os.PathLike) else None
+
+
+def _host(name: Any) -> Host | None:
+    if not isinstance(name, str):
+        return None
+    try:
+        return Host(name)
+    except HotspareError:
+        return None
+
+
+def _retries(task_record: Mapping[str, Any]) -> int:
+    with contextlib.suppress(AttributeError, KeyError, TypeError):
+        return int(task_record["dfk"].config.retries)
+    return 0
+
+
+def _provider(task_record: Mapping[str, Any]) -> FailoverProvider | None:
+    with contextlib.suppress(AttributeError, KeyError, TypeError):
+        provider = task_record["dfk"].executors[task_record["executor"]].provider
+        if isinstance(provider, FailoverProvider):
+            return provider
+    return None
+
+
+#: The ready-made handler: ``Config(retry_handler=hotspare_parsl.retry_handler)``.
+retry_handler = RetryHandler()
+
+
+def block_error_handler(executor: Any, status: dict[str, JobStatus]) -> None:
+    """Parsl's own ``simple_error_handler``, minus the blocks a FailoverProvider lost to node faults.
+
+    A block that died with its node is replaced on other nodes; counting it as a failed block would
+    put the executor into a bad state after one node loss when ``init_blocks=1``.
+    """
+    provider = getattr(executor, "provider", None)
+    if isinstance(provider, FailoverProvider):
+        jobs = getattr(executor, "blocks_to_job_id", {})
+        status = {b: s for b, s in status.items() if not provider.node_lost(jobs.get(b))}
+    if status:
+        simple_error_handler(executor, status)
