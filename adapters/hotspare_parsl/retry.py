@@ -1,7 +1,7 @@
 """Parsl retry policy and block error handler that know a lost node from a broken program.
 
-``Config(retries=3, retry_handler=hotspare_parsl.retry_handler,
-block_error_handler=hotspare_parsl.block_error_handler)``.
+``Config(retries=3, retry_handler=hotspare_parsl.retry_handler)``, and on the executor
+``HighThroughputExecutor(..., block_error_handler=hotspare_parsl.block_error_handler)``.
 
 Costs returned by :class:`RetryHandler` (Parsl retries while the summed cost is <= ``retries``):
 

@@ -1,0 +1,87 @@
+"""Parsl on the real SLURM bed: MPIExecutor over FailoverProvider(SlurmProvider), an MPI bash app
+running the synthetic trainer under the hotspare supervisor with the block's spare."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import parsl
+import pytest
+from parsl.config import Config
+from parsl.executors import MPIExecutor
+from parsl.launchers import SimpleLauncher
+from parsl.providers import SlurmProvider
+
+from hotspare.ledger import Ledger
+from hotspare.quarantine import Quarantine
+from hotspare.trainer import fault_free_checksum
+from hotspare_parsl import FailoverProvider, block_error_handler, mpi_launch, retry_handler
+
+STEPS = 40
+
+
+@parsl.bash_app
+def train(ckpt: str, steps: int, stdout: str = "", stderr: str = "",
+          parsl_resource_specification: dict | None = None) -> str:  # type: ignore[type-arg]
+    return mpi_launch([sys.executable, "-m", "hotspare.trainer", "--steps", str(steps), "--ckpt-every", "5",
+                       "--ckpt-dir", ckpt, "--step-s", "0.2", "--sync"],
+                      launcher="srun", checkpoint_dir=ckpt,
+                      options=["--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2"])
+
+
+def _config(run_dir: Path, script_dir: Path) -> Config:
+    provider = FailoverProvider(
+        SlurmProvider(nodes_per_block=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
+                      launcher=SimpleLauncher(), exclusive=False),
+        spares_per_block=1, run_dir=run_dir)
+    executor = MPIExecutor(label="mpi", address="127.0.0.1", loopback_address="127.0.0.1", mpi_launcher="srun",
+                           max_workers_per_block=1, provider=provider,
+                           block_error_handler=block_error_handler)
+    return Config(executors=[executor], run_dir=str(script_dir), retries=1, retry_handler=retry_handler,
+                  strategy="simple")
+
+
+def _wait_for(path: Path, text: bytes, timeout_s: float) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for log in sorted(path.rglob("attempt-1.log")):
+            if text in log.read_bytes():
+                return log
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} never appeared under {path}")
+
+
+def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A 2-node MPI task in a 2+1 block: crash the task's second node mid-run; the task's supervisor swaps in
+    the block's spare, resumes from its checkpoint, and the task ends with the fault-free checksum. The crashed
+    node is in the workflow's shared quarantine, with the evidence."""
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # The workers unpickle this module's app by reference: let them import it.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    run_dir, ckpt = tmp_path / "wf", tmp_path / "ckpt"
+    out = tmp_path / "task.out"
+    with parsl.load(_config(run_dir, tmp_path / "runinfo")):
+        future = train(str(ckpt), STEPS, stdout=str(out), stderr=str(tmp_path / "task.err"),
+                       parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
+        log = _wait_for(run_dir / "tasks", b"step=10 ", 120)
+        ledger = Ledger.open(log.parent)
+        victim = ledger.attempts()[0].hosts[1]
+        ledger.close()
+        crash = threading.Thread(target=slurm_bed.crash, args=(victim,))
+        crash.start()
+        crash.join()
+        assert future.result(timeout=240) == 0
+    task_run = log.parent
+    ledger = Ledger.open(task_run)
+    attempts = ledger.attempts()
+    ledger.close()
+    shared = Quarantine.open(run_dir / "ledger.sqlite").entries()
+    assert [e.host.name for e in shared] == [victim]
+    assert victim not in attempts[-1].hosts
+    assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
