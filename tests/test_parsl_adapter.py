@@ -1,0 +1,115 @@
+"""hotspare_parsl pieces that need no cluster: the provider over a real LocalProvider under real HTEX, the
+resubmission bound, PBS host pinning, scheduler job records, and the retry costs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import parsl
+import pytest
+from parsl.app.errors import BashExitFailure
+from parsl.config import Config
+from parsl.executors import HighThroughputExecutor
+from parsl.executors.high_throughput.errors import ManagerLost
+from parsl.providers import LocalProvider
+
+from hotspare import Host
+from hotspare.scheduler import parse_qstat_json, parse_scontrol_job
+from hotspare_parsl import FailoverProvider, ResubmissionLimit, RetryHandler, pin_pbs_select
+from hotspare_parsl.block import split_block
+
+DATA = Path(__file__).parent / "data"
+
+
+@parsl.python_app
+def square(x: int) -> int:
+    return x * x
+
+
+def test_htex_over_failover_local_provider_runs_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-line change: HTEX with FailoverProvider(LocalProvider) runs tasks as with LocalProvider, and
+    the DFK's script_dir reaches the wrapped provider."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    inner = LocalProvider(init_blocks=1, max_blocks=1)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf")
+    config = Config(executors=[HighThroughputExecutor(label="htex", address="127.0.0.1", loopback_address="127.0.0.1",
+                                                      max_workers_per_node=2, provider=provider)],
+                    run_dir=str(tmp_path / "runinfo"))
+    with parsl.load(config):
+        assert [f.result(timeout=120) for f in [square(i) for i in range(20)]] == [i * i for i in range(20)]
+    assert inner.script_dir is not None and provider.script_dir == inner.script_dir
+    provider.close()
+
+
+def test_resubmission_is_bounded(tmp_path: Path) -> None:
+    """More blocks than max_submits in the window: submit refuses with a one-line reason, nothing started."""
+    inner = LocalProvider()
+    inner.script_dir = str(tmp_path)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf", max_submits=2, window_s=3600)
+    ids = [provider.submit("sleep 30", 1) for _ in range(2)]
+    try:
+        with pytest.raises(ResubmissionLimit, match="max_submits=2"):
+            provider.submit("sleep 30", 1)
+        assert len(inner.resources) == 2
+        statuses = provider.status(ids)
+        assert all(s is not inner.resources[j]["status"] for s, j in zip(statuses, ids, strict=True))
+    finally:
+        provider.cancel(ids)
+        provider.close()
+
+
+def test_pbs_select_line_pinned_to_known_good_hosts() -> None:
+    template = "#!/bin/bash\n#PBS -S /bin/bash\n#PBS -l select=${nodes_per_block}:ncpus=${ncpus}\n#PBS -l walltime=1\n"
+    pinned = pin_pbs_select(template, ["x1001c0s0b0n0", "x1001c0s1b0n0"])
+    assert "#PBS -l select=1:host=x1001c0s0b0n0:ncpus=${ncpus}+1:host=x1001c0s1b0n0:ncpus=${ncpus}\n" in pinned
+    assert pinned.replace(pinned.splitlines()[2], "") == template.replace(template.splitlines()[2], "")
+    with pytest.raises(Exception, match="host"):
+        pin_pbs_select(template, ["n1;rm -rf /"])
+
+
+def test_scheduler_job_records() -> None:
+    """scontrol show job -o (captured on the bed) and PBS Pro qstat -x -f -F json: state, hosts, exit."""
+    running = parse_scontrol_job((DATA / "slurm-testbed" / "scontrol-job-running-2nodes.txt").read_text())
+    assert running is not None and running.state == "RUNNING"
+    assert running.hosts == (Host("n1"), Host("n2")) and running.exit_code == 0
+    assert parse_scontrol_job("JobId=7 JobState=NODE_FAIL NodeList=n[1-3] ExitCode=0:9 Reason=NodeDown").node_failed
+    pbs = parse_qstat_json((DATA / "pbs-qstat-xf-json-node-fail.json").read_text())
+    failed, ok = pbs["4711.pbs01"], pbs["4712.pbs01"]
+    assert failed.state == "F" and failed.exit_code == -3 and "failed" in failed.reason
+    assert failed.hosts == (Host("x3001c0s7b0n0"), Host("x3001c0s7b1n0"))
+    assert ok.exit_code == 0 and ok.hosts == (Host("x3001c0s9b0n0"),)
+    assert parse_qstat_json("not json") == {}
+
+
+def test_block_split_keeps_the_lead_and_leaves_quarantined_out() -> None:
+    hosts = [Host(h) for h in ("n1", "n2", "n3", "n4")]
+    assert split_block(hosts, 1, frozenset()) == (hosts[:3], hosts[3:])
+    assert split_block(hosts, 1, frozenset({Host("n2")})) == ([hosts[0], hosts[2]], [hosts[3]])
+    assert split_block(hosts[:1], 2, frozenset()) == (hosts[:1], [])
+
+
+def _record(tmp_path: Path, out: bytes, task_id: int = 1) -> dict[str, object]:
+    stdout = tmp_path / f"t{task_id}.out"
+    with stdout.open("ab") as f:
+        f.write(out)
+    return {"id": task_id, "kwargs": {"stdout": str(stdout)}, "dfk": SimpleNamespace(config=SimpleNamespace(retries=2)),
+            "executor": "x"}
+
+
+def test_retry_costs(tmp_path: Path) -> None:
+    """Node failures are free up to their own bound; a user error costs more than the retries; other failures
+    cost 1; each try's output is read once (the file is appended across tries)."""
+    handler = RetryHandler(node_failures=2)
+    lost = ManagerLost(b"abc", "n7")
+    rec = _record(tmp_path, b"")
+    assert [handler(lost, rec) for _ in range(3)] == [0.0, 0.0, 1.0]
+    user = _record(tmp_path, b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'torchh'\n", 2)
+    assert handler(BashExitFailure("train", 1), user) == 3.0
+    node = _record(tmp_path, b"srun: error: Node failure on n2\n", 3)
+    assert handler(BashExitFailure("train", 143), node) == 0.0
+    # The next try of task 3 printed nothing new: the old node line is not read again.
+    assert handler(BashExitFailure("train", 1), _record(tmp_path, b"", 3)) == 1.0
