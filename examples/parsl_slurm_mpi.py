@@ -21,12 +21,16 @@ from parsl.executors import MPIExecutor
 from parsl.launchers import SimpleLauncher
 from parsl.providers import SlurmProvider
 
-from hotspare_parsl import FailoverProvider, block_error_handler, mpi_launch, retry_handler
+from hotspare_parsl import FailoverProvider, block_error_handler, retry_handler
 
 
 @parsl.bash_app
 def train(ckpt: str, steps: int, parsl_resource_specification: dict | None = None,  # type: ignore[type-arg]
           stdout: str = "train.out", stderr: str = "train.err") -> str:
+    import sys  # noqa: PLC0415 -- apps defined in a script are shipped by value: import what they use inside
+
+    from hotspare_parsl import mpi_launch  # noqa: PLC0415
+
     return mpi_launch([sys.executable, "-m", "hotspare.trainer", "--steps", str(steps), "--ckpt-every", "5",
                        "--ckpt-dir", ckpt, "--step-s", "0.2", "--sync"], launcher="srun", checkpoint_dir=ckpt)
 
