@@ -6,7 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
+from hotspare import Host
+from hotspare.ledger import Ledger
+from hotspare.quarantine import Quarantine
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "logs"
 KEYS = {"source", "failure_class", "blamed_hosts", "mentioned_hosts", "retryable", "exclude_hosts", "reason", "evidence"}
@@ -146,3 +151,31 @@ def test_demo_and_postmortem(tmp_path: Path) -> None:
     assert report["decisions"][0]["action"] == "swap" and report["incidents"][0]["died_of"] == "rank_killed"
     assert run_cli("postmortem", str(tmp_path)).returncode == 2
     shutil.rmtree(Path(run_dir).parent)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--launcher", "mpiexec", "--launcher-cmd", "no-such-mpiexec"], "'no-such-mpiexec' not found on PATH"),
+    (["--launcher", "local", "--stall", "0"], "stall_s and scheduler_poll_s must be > 0"),
+])
+def test_launch_options_refused_before_anything_runs(tmp_path: Path, args: list[str], message: str) -> None:
+    """A launcher program that is not installed, or a zero stall: one error line, exit 2, no run directory."""
+    run = tmp_path / "run"
+    result = run_cli("launch", "--hosts", "n1", *args, "--run-dir", str(run), "--", "true")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert not run.exists()
+
+
+def test_shared_quarantine_keeps_a_host_out_of_the_first_attempt(tmp_path: Path) -> None:
+    """--quarantine FILE: a host another run quarantined is replaced by a --spare-hosts spare before the first
+    attempt starts (the Parsl adapter's MPI tasks rely on this), and the run succeeds on the others."""
+    shared = tmp_path / "wf" / "ledger.sqlite"
+    Quarantine.open(shared).add(Host("n2"), "scraped", detail="lost in another task")
+    run = tmp_path / "run"
+    result = run_cli("launch", "--hosts", "n1,n2", "--spare-hosts", "n3", "--quarantine", str(shared),
+                     "--launcher", "local", "--run-dir", str(run), "--", "true")
+    assert result.returncode == 0, result.stderr
+    ledger = Ledger.open(run)
+    try:
+        assert ledger.attempts()[0].hosts == ("n1", "n3")
+    finally:
+        ledger.close()

@@ -8,11 +8,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import parsl
 import pytest
 from parsl.config import Config
 from parsl.executors import MPIExecutor
+from parsl.jobs.states import JobState, JobStatus
 from parsl.launchers import SimpleLauncher
 from parsl.providers import SlurmProvider
 
@@ -85,3 +87,52 @@ def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_pat
     assert [e.host.name for e in shared] == [victim]
     assert victim not in attempts[-1].hosts
     assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
+
+
+def _until(predicate, what: str, timeout_s: float):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_block_lost_to_a_node_is_failed_quarantined_and_excluded_next(slurm_bed, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A 2-node block without spares loses its second node: SLURM ends it NODE_FAIL (squeue alone would call it
+    COMPLETED). The provider reports it FAILED with the reason, quarantines exactly that node, the block error
+    handler does not count it, and the next block is submitted with --exclude of that node."""
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    inner = SlurmProvider(nodes_per_block=2, walltime="00:05:00", exclusive=False)
+    inner.script_dir = str(scripts)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf")
+    jobs = [provider.submit("sleep 300", 1)]
+    try:
+        hosts = _until(lambda: provider.status(jobs)[0].state == JobState.RUNNING and provider.block_hosts(jobs[0]),
+                       "the block to run", 30)
+        victim = hosts[1]
+        slurm_bed.crash(victim.raw)
+        status = _until(lambda: next((s for s in provider.status(jobs) if s.terminal), None), "the block to end", 90)
+        assert status.state == JobState.FAILED and victim.name in (status.message or ""), status.message
+        assert provider.node_lost(jobs[0])
+        assert [e.host for e in provider.quarantine.entries()] == [victim]
+        bad_state: list[Exception] = []
+        executor = SimpleNamespace(provider=provider, blocks_to_job_id={"0": jobs[0], "1": "no-such-job"},
+                                   set_bad_state_and_fail_all=bad_state.append)
+        block_error_handler(executor, {"0": status})
+        assert bad_state == []  # a node loss does not put the executor into a bad state...
+        block_error_handler(executor, {"1": JobStatus(JobState.FAILED, "broken worker_init")})
+        assert len(bad_state) == 1  # ...any other failed block still does (Parsl's own handler)
+        jobs.append(provider.submit("sleep 300", 1))
+        submitted = [p.read_text() for p in scripts.iterdir() if p.suffix not in (".stdout", ".stderr")]
+        assert len(submitted) == 2 and all("#SBATCH --no-requeue\n" in text for text in submitted)
+        assert sum(f"#SBATCH --exclude={victim.raw}\n" in text for text in submitted) == 1
+        assert victim not in _until(lambda: provider.status(jobs[1:])[0].state == JobState.RUNNING
+                                    and provider.block_hosts(jobs[1]), "the second block to run", 30)
+    finally:
+        provider.cancel(jobs)
+        provider.close()

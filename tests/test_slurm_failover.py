@@ -19,8 +19,8 @@ import pytest
 
 from conftest import HOTSPARE
 from hotspare.errors import EXIT_OK
-from hotspare.ledger import Ledger
-from hotspare.quarantine import Quarantine
+from hotspare.ledger import AttemptRow, Ledger
+from hotspare.quarantine import Entry, Quarantine
 from hotspare.trainer import fault_free_checksum
 
 STEPS = 40
@@ -84,6 +84,15 @@ def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault
     assert f"checksum={fault_free_checksum(STEPS)}" in words
 
 
+def _record(run: Path) -> tuple[list[AttemptRow], list[Entry]]:
+    """The run's attempts and quarantine entries, as the ledger recorded them."""
+    ledger = Ledger.open(run)
+    try:
+        return ledger.attempts(), Quarantine.attach(ledger.connection).entries()
+    finally:
+        ledger.close()
+
+
 def _finish(proc: subprocess.Popen[bytes]) -> str:
     try:
         out, _ = proc.communicate(timeout=300)
@@ -108,10 +117,7 @@ def test_mpi_rank_kill_evicts_that_node(slurm_bed, tmp_path: Path, launcher: str
     finally:
         out = _finish(proc)
     assert proc.returncode == EXIT_OK, out[-2000:]
-    ledger = Ledger.open(run)
-    attempts = ledger.attempts()
-    entries = Quarantine.attach(ledger.connection).entries()
-    ledger.close()
+    attempts, entries = _record(run)
     assert banner in Path(attempts[0].log_path).read_text()
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "scraped")]
     assert attempts[0].failure_class == "rank_killed"
@@ -129,10 +135,7 @@ def test_mpiexec_node_crash_is_probed_not_guessed(slurm_bed, tmp_path: Path) -> 
     finally:
         out = _finish(proc)
     assert proc.returncode == EXIT_OK, out[-2000:]
-    ledger = Ledger.open(run)
-    attempts = ledger.attempts()
-    entries = Quarantine.attach(ledger.connection).entries()
-    ledger.close()
+    attempts, entries = _record(run)
     assert [e.host.name for e in entries] == ["n1"]
     assert entries[0].reason in {"probed", "scheduler"}
     assert all("n1" not in a.hosts for a in attempts[1:]) and "n4" in attempts[-1].hosts

@@ -28,9 +28,9 @@ supervisor of the workflow (:class:`hotspare.quarantine.Quarantine`).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shlex
-import sqlite3
 import sys
 import threading
 import time
@@ -46,9 +46,11 @@ from parsl.providers.base import ExecutionProvider
 from hotspare import FailureClass, Host, Verdict, classify, load_patterns, scan
 from hotspare.classify import Blame, SchedulerFacts
 from hotspare.errors import HotspareError
-from hotspare.ledger import LEDGER_NAME
+from hotspare.ledger import LEDGER_NAME, Ledger
 from hotspare.quarantine import Quarantine
 from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
+
+log = logging.getLogger(__name__)
 
 _BLOCKS_TABLE = """
 CREATE TABLE IF NOT EXISTS parsl_blocks (
@@ -70,7 +72,7 @@ def _kind(inner: ExecutionProvider) -> str:
     name = type(inner).__name__
     if "Slurm" in name:
         return "slurm"
-    if "PBSPro" in name or "Torque" in name or "PBS" in name:
+    if "PBS" in name or "Torque" in name:
         return "pbs"
     return "local"
 
@@ -136,10 +138,8 @@ class FailoverProvider(ExecutionProvider):
         self._submits: deque[float] = deque()
         self._blocks: dict[str, _Block] = {}
         self._patterns = load_patterns()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.run_dir / LEDGER_NAME, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._ledger = Ledger.open(self.run_dir)  # the workflow's ledger: blocks and the shared quarantine
+        self._db = self._ledger.connection
         self._db.execute(_BLOCKS_TABLE)
         self.quarantine = Quarantine.attach(self._db)
 
@@ -264,6 +264,11 @@ class FailoverProvider(ExecutionProvider):
             self._learn_hosts(block)
         return block.hosts if block else ()
 
+    def unhealthy(self, hosts: Sequence[Host]) -> tuple[Host, ...]:
+        """The hosts the scheduler reports down or not responding now (none when it cannot be asked)."""
+        states = self._query.node_states(hosts) if self._query.kind else {}
+        return tuple(h for h, state in states.items() if unhealthy(state))
+
     def _learn_hosts(self, block: _Block) -> None:
         record = self.run_dir / "blocks" / f"{block.job_name}.json"
         hosts: tuple[Host, ...] = ()
@@ -273,8 +278,8 @@ class FailoverProvider(ExecutionProvider):
         elif record.exists():
             try:
                 hosts = tuple(Host(h) for h in json.loads(record.read_text())["hosts"])
-            except (OSError, ValueError, KeyError, HotspareError):
-                hosts = ()
+            except (OSError, ValueError, KeyError, HotspareError) as exc:
+                log.warning("hotspare: block %s: cannot read its host record %s (%s)", block.job_id, record, exc)
         if hosts:
             block.hosts = hosts
             self._db.execute("UPDATE parsl_blocks SET hosts = ? WHERE job_id = ?",
@@ -283,6 +288,9 @@ class FailoverProvider(ExecutionProvider):
     def _judge(self, block: _Block, answer: JobStatus) -> None:
         block.judged = True
         facts = self._query.job_facts(block.job_id) if self._query.kind else None
+        if facts is None and self._query.kind:
+            log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",
+                        block.job_id, self._query.kind)
         block.facts = facts
         if not block.hosts:
             self._learn_hosts(block)
@@ -318,8 +326,8 @@ class FailoverProvider(ExecutionProvider):
                     size = f.tell()
                     f.seek(max(0, size - _TAIL_BYTES))
                     data += f.read() + b"\n"
-            except OSError:
-                continue
+            except OSError as exc:
+                log.warning("hotspare: block %s: cannot read %s (%s); judged without it", block.job_id, path, exc)
         return data
 
     # -- cancel ------------------------------------------------------------------------------
@@ -328,7 +336,7 @@ class FailoverProvider(ExecutionProvider):
 
     def close(self) -> None:
         """Close the ledger connection (the DFK does not call this; tests and scripts may)."""
-        self._db.close()
+        self._ledger.close()
 
 
 def _reason(verdict: Verdict, host: Host) -> str:

@@ -33,7 +33,6 @@ from parsl.jobs.states import JobStatus
 
 from hotspare import FailureClass, Host, classify, load_patterns, scan
 from hotspare.errors import EXIT_RETRY_ELSEWHERE, HotspareError
-from hotspare.scheduler import unhealthy
 from hotspare_parsl.provider import FailoverProvider
 
 log = logging.getLogger(__name__)
@@ -76,8 +75,7 @@ class RetryHandler:
             host = _host(getattr(exc, "hostname", None))
             confirmed: tuple[Host, ...] = ()
             if host is not None and provider is not None and isinstance(exc, ManagerLost):
-                states = provider._query.node_states([host]) if provider._query.kind else {}
-                confirmed = tuple(h for h, s in states.items() if unhealthy(s))
+                confirmed = provider.unhealthy([host])
             return "node", confirmed, str(exc)
         text = self._new_output(task_record, state)
         if getattr(exc, "exitcode", None) == EXIT_RETRY_ELSEWHERE:
@@ -107,7 +105,9 @@ class RetryHandler:
                     end = f.tell()
                     f.seek(max(start, end - _MAX_READ))
                     data += f.read(end - start) + b"\n"
-            except OSError:
+            except OSError as exc:
+                log.warning("hotspare: task %s: cannot read %s (%s); judged without it",
+                            task_record.get("id"), path, exc)
                 continue
             state["offsets"][path] = end
         return data
