@@ -113,3 +113,5 @@ def test_retry_costs(tmp_path: Path) -> None:
     assert handler(BashExitFailure("train", 143), node) == 0.0
     # The next try of task 3 printed nothing new: the old node line is not read again.
     assert handler(BashExitFailure("train", 1), _record(tmp_path, b"", 3)) == 1.0
+    # `hotspare launch` spent the block's spares and asked to be retried elsewhere (exit 93): a node failure.
+    assert handler(BashExitFailure("train", 93), _record(tmp_path, b"", 4)) == 0.0
