@@ -12,12 +12,14 @@ from types import SimpleNamespace
 
 import parsl
 import pytest
+from parsl.app.errors import BashExitFailure
 from parsl.config import Config
 from parsl.executors import MPIExecutor
 from parsl.jobs.states import JobState, JobStatus
 from parsl.launchers import SimpleLauncher
 from parsl.providers import SlurmProvider
 
+from hotspare.errors import EXIT_NO_RETRY
 from hotspare.ledger import Ledger
 from hotspare.quarantine import Quarantine
 from hotspare.trainer import fault_free_checksum
@@ -35,14 +37,19 @@ def train(ckpt: str, steps: int, stdout: str = "", stderr: str = "",
                       options=["--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2"])
 
 
-def _config(run_dir: Path, script_dir: Path) -> Config:
+@parsl.bash_app
+def broken(stdout: str = "", stderr: str = "", parsl_resource_specification: dict | None = None) -> str:  # type: ignore[type-arg]
+    return mpi_launch([sys.executable, "-c", "import hotspare_no_such_module"], launcher="srun")
+
+
+def _config(run_dir: Path, script_dir: Path, heartbeat_s: int = 30) -> Config:
     provider = FailoverProvider(
         SlurmProvider(nodes_per_block=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
                       launcher=SimpleLauncher(), exclusive=False),
         spares_per_block=1, run_dir=run_dir)
     executor = MPIExecutor(label="mpi", address="127.0.0.1", loopback_address="127.0.0.1", mpi_launcher="srun",
-                           max_workers_per_block=1, provider=provider,
-                           block_error_handler=block_error_handler)
+                           max_workers_per_block=1, provider=provider, block_error_handler=block_error_handler,
+                           heartbeat_period=max(1, heartbeat_s // 4), heartbeat_threshold=heartbeat_s)
     return Config(executors=[executor], run_dir=str(script_dir), retries=1, retry_handler=retry_handler,
                   strategy="simple")
 
@@ -136,3 +143,54 @@ def test_block_lost_to_a_node_is_failed_quarantined_and_excluded_next(slurm_bed,
     finally:
         provider.cancel(jobs)
         provider.close()
+
+
+def _worker_env(slurm_bed, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_user_error_is_not_retried(slurm_bed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """An MPI task whose program cannot import: the supervisor stops (user error, exit 3) and the retry
+    handler does not spend the workflow's retries on it: one try, no quarantine."""
+    _worker_env(slurm_bed, monkeypatch)
+    run_dir = tmp_path / "wf"
+    with parsl.load(_config(run_dir, tmp_path / "runinfo")):
+        future = broken(stdout=str(tmp_path / "b.out"), stderr=str(tmp_path / "b.err"),
+                        parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
+        with pytest.raises(BashExitFailure) as failure:
+            future.result(timeout=180)
+        tries = future.task_record["fail_count"]
+    assert failure.value.exitcode == EXIT_NO_RETRY
+    assert tries == 1
+    assert len(list((run_dir / "tasks").iterdir())) == 1
+    assert Quarantine.open(run_dir / "ledger.sqlite").entries() == []
+
+
+def test_lead_node_crash_retries_the_task_elsewhere(slurm_bed, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Crash the block's lead node (where Parsl's manager runs): the task is lost with the manager
+    (ManagerLost), the scheduler confirms the node is down, the node is quarantined, the task is retried at no
+    cost on nodes without it and resumes from its checkpoint to the fault-free checksum."""
+    _worker_env(slurm_bed, monkeypatch)
+    run_dir, ckpt = tmp_path / "wf", tmp_path / "ckpt"
+    with parsl.load(_config(run_dir, tmp_path / "runinfo", heartbeat_s=8)):
+        future = train(str(ckpt), STEPS, stdout=str(tmp_path / "t.out"), stderr=str(tmp_path / "t.err"),
+                       parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
+        log = _wait_for(run_dir / "tasks", b"step=10 ", 120)
+        first = Ledger.open(log.parent)
+        lead = first.attempts()[0].hosts[0]
+        first.close()
+        slurm_bed.crash(lead)
+        assert future.result(timeout=300) == 0
+    runs = sorted((run_dir / "tasks").iterdir(), key=lambda p: p.stat().st_mtime)
+    assert len(runs) == 2, runs
+    ledger = Ledger.open(runs[-1])
+    attempts = ledger.attempts()
+    ledger.close()
+    assert all(lead not in a.hosts for a in attempts)
+    assert attempts[0].resumed_step is not None and attempts[0].resumed_step >= 10
+    assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
+    entries = Quarantine.open(run_dir / "ledger.sqlite").entries()
+    assert [(e.host.name, e.reason) for e in entries] == [(lead, "scheduler")]

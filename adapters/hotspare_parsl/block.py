@@ -5,8 +5,8 @@ The provider adds one line to the block's ``worker_init``::
     eval "$(python -m hotspare_parsl.block --run-dir DIR --spares N --job-name NAME)"
 
 It reads the block's nodes (``$PBS_NODEFILE``, else ``$SLURM_JOB_NODELIST``),
-leaves out hosts the workflow's quarantine holds, keeps the first node (where
-the batch script, and so Parsl's manager, runs) active, holds the last ``N``
+leaves out hosts the workflow's quarantine holds, keeps the node the batch
+script (and so Parsl's manager) runs on (``$SLURMD_NODENAME``, else the first) active, holds the last ``N``
 back as spares, and prints ``export`` lines:
 
 * ``SLURM_NODELIST`` / ``PBS_NODEFILE`` narrowed to the active nodes, so
@@ -53,6 +53,10 @@ def split_block(hosts: list[Host], spares: int, quarantined: frozenset[Host]) ->
 def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str]) -> str:
     """The shell lines for this block (and the record written beside the ledger)."""
     hosts = resolve_allocation(environ=environ)
+    # The batch script (and so Parsl's manager) runs on SLURM's batch host: it leads, whatever the list order.
+    batch = next((h for h in hosts if h.raw == environ.get("SLURMD_NODENAME")), None)
+    if batch is not None:
+        hosts = [batch, *(h for h in hosts if h != batch)]
     quarantine = Quarantine.open(run_dir / LEDGER_NAME)
     active, spare = split_block(hosts, spares, quarantine.hosts())
     if not active:

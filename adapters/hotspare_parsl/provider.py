@@ -240,6 +240,8 @@ class FailoverProvider(ExecutionProvider):
             if block is not None:
                 if not block.hosts and answer.state == JobState.RUNNING:
                     self._learn_hosts(block)
+                if answer.state == JobState.RUNNING and not block.judged and self._kind == "slurm":
+                    self._check_lead(block)
                 if answer.terminal and not block.judged:
                     self._judge(block, answer)
                 if block.verdict is not None and block.verdict.failure_class is not FailureClass.SUCCESS \
@@ -270,20 +272,40 @@ class FailoverProvider(ExecutionProvider):
         return tuple(h for h, state in states.items() if unhealthy(state))
 
     def _learn_hosts(self, block: _Block) -> None:
+        """The block's hosts, lead (batch) node first: from the record its job wrote when it started, else
+        from the scheduler (which drops nodes a ``--no-kill`` job lost, so it is the second choice)."""
         record = self.run_dir / "blocks" / f"{block.job_name}.json"
         hosts: tuple[Host, ...] = ()
-        facts = self._query.job_facts(block.job_id) if self._query.kind else None
-        if facts is not None and facts.hosts:
-            hosts = facts.hosts
-        elif record.exists():
+        if record.exists():
             try:
                 hosts = tuple(Host(h) for h in json.loads(record.read_text())["hosts"])
             except (OSError, ValueError, KeyError, HotspareError) as exc:
                 log.warning("hotspare: block %s: cannot read its host record %s (%s)", block.job_id, record, exc)
+        if not hosts:
+            facts = self._query.job_facts(block.job_id) if self._query.kind else None
+            hosts = facts.hosts if facts is not None else ()
         if hosts:
             block.hosts = hosts
             self._db.execute("UPDATE parsl_blocks SET hosts = ? WHERE job_id = ?",
                              (json.dumps([h.raw for h in hosts]), block.job_id))
+
+    def _check_lead(self, block: _Block) -> None:
+        """A ``--no-kill`` SLURM job whose lead node died keeps running on the others with no batch script,
+        Parsl manager or task left (seen on the test bed): the block is dead but holds its nodes until the
+        walltime. When the scheduler has dropped the lead from the job's nodes, cancel the block and judge
+        it a node loss of the lead."""
+        if not block.hosts:
+            return
+        facts = self._query.job_facts(block.job_id)
+        lead = block.hosts[0]
+        if facts is None or facts.state != "RUNNING" or not facts.hosts or lead in facts.hosts:
+            return
+        why = (f"the block's lead node {lead.name} (its batch script and Parsl manager) left the job: SLURM kept "
+               f"it running on {', '.join(h.name for h in facts.hosts)} only; cancelled")
+        block.judged = True
+        block.facts = facts
+        self.inner.cancel([block.job_id])
+        self._conclude(block, _blame(_unknown(), (lead,), why), facts.state, [])
 
     def _judge(self, block: _Block, answer: JobStatus) -> None:
         block.judged = True
@@ -305,15 +327,19 @@ class FailoverProvider(ExecutionProvider):
             if down:
                 names = ", ".join(h.name for h in down)
                 verdict = _blame(verdict, down, f"the scheduler ended the block NODE_FAIL; {names} reported down")
+        evidence = [f"{e.pattern}@{e.line} {e.host_text or ''}: {e.text[:300]}" for e in result.evidence[:20]]
+        self._conclude(block, verdict, facts.state if facts else answer.state.name, evidence)
+
+    def _conclude(self, block: _Block, verdict: Verdict, state: str, evidence: list[str]) -> None:
+        """Record the block's verdict; quarantine the hosts it blames (evidence in the ledger)."""
         block.verdict = verdict
         for host in verdict.exclude_hosts:
             self.quarantine.add(host, _reason(verdict, host), ttl_s=self.quarantine_ttl_s,
                                 detail=f"block {block.job_id}: {verdict.reason}")
-        evidence = [f"{e.pattern}@{e.line} {e.host_text or ''}: {e.text[:300]}" for e in result.evidence[:20]]
         self._db.execute("UPDATE parsl_blocks SET ended_s = ?, scheduler_state = ?, failure_class = ?, verdict = ?,"
                          " evidence = ? WHERE job_id = ?",
-                         (time.time(), facts.state if facts else answer.state.name,
-                          verdict.failure_class.value, verdict.reason, json.dumps(evidence), block.job_id))
+                         (time.time(), state, verdict.failure_class.value, verdict.reason, json.dumps(evidence),
+                          block.job_id))
 
     def _tails(self, block: _Block, answer: JobStatus) -> bytes:
         data = b""
@@ -341,6 +367,10 @@ class FailoverProvider(ExecutionProvider):
 
 def _reason(verdict: Verdict, host: Host) -> str:
     return next((b.reason for b in verdict.blamed if b.host == host), "scraped")
+
+
+def _unknown() -> Verdict:
+    return classify((), rc=1)  # a failure with no evidence: what the blame is added to
 
 
 def _blame(verdict: Verdict, hosts: tuple[Host, ...], why: str) -> Verdict:

@@ -11,7 +11,8 @@ Costs returned by :class:`RetryHandler` (Parsl retries while the summed cost is 
   quarantined only on evidence: hosts the classifier names, or a lost manager's host that the
   scheduler reports down/not responding;
 * a user error (the classifier's ``user_error``: an import error, a missing file before any
-  progress, ...) costs ``retries + 1``: it would fail the same way again;
+  progress, ...) costs ``retries + 1``: it would fail the same way again; so does exit 3 from a task run
+  under :func:`mpi_launch` (the task's own supervisor already judged it not worth retrying);
 * storage trouble (``transient_io``) and everything else cost 1, as Parsl's default does.
 
 Bash apps append each try's output to the same ``stdout``/``stderr`` files; the handler reads only
@@ -32,12 +33,21 @@ from parsl.jobs.error_handlers import simple_error_handler
 from parsl.jobs.states import JobStatus
 
 from hotspare import FailureClass, Host, classify, load_patterns, scan
-from hotspare.errors import EXIT_RETRY_ELSEWHERE, HotspareError
+from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE, HotspareError
 from hotspare_parsl.provider import FailoverProvider
 
 log = logging.getLogger(__name__)
 
 _MAX_READ = 8 << 20
+
+
+#: What a task run under `hotspare launch` (see :func:`mpi_launch`) already decided, by its exit code.
+_SUPERVISOR_SAYS: dict[int, tuple[str, str]] = {
+    # It judged the failure itself (user error, OOM, its budgets spent): trust it.
+    EXIT_NO_RETRY: ("user", "the task's supervisor stopped with 'do not retry' (exit 3)"),
+    # It spent the block's spares; the hosts are already in the shared quarantine.
+    EXIT_RETRY_ELSEWHERE: ("node", "the task's supervisor asked to be retried on other nodes (exit 93)"),
+}
 
 
 class RetryHandler:
@@ -78,9 +88,9 @@ class RetryHandler:
                 confirmed = provider.unhealthy([host])
             return "node", confirmed, str(exc)
         text = self._new_output(task_record, state)
-        if getattr(exc, "exitcode", None) == EXIT_RETRY_ELSEWHERE:
-            # `hotspare launch` spent the block's spares: the hosts are already in the shared quarantine.
-            return "node", (), "the task's supervisor asked to be retried on other nodes (exit 93)"
+        said = _SUPERVISOR_SAYS.get(getattr(exc, "exitcode", None))  # type: ignore[arg-type]
+        if said is not None:
+            return said[0], (), said[1]
         if not text:
             return "other", (), type(exc).__name__
         verdict = classify(scan(text, self._patterns), rc=getattr(exc, "exitcode", None))
