@@ -17,7 +17,7 @@ from parsl.config import Config
 from parsl.executors import MPIExecutor
 from parsl.jobs.states import JobState, JobStatus
 from parsl.launchers import SimpleLauncher
-from parsl.providers import SlurmProvider
+from parsl.providers import SlurmProvider, TorqueProvider
 
 from hotspare.errors import EXIT_NO_RETRY
 from hotspare.ledger import Ledger
@@ -42,11 +42,18 @@ def broken(stdout: str = "", stderr: str = "", parsl_resource_specification: dic
     return mpi_launch([sys.executable, "-c", "import hotspare_no_such_module"], launcher="srun")
 
 
-def _config(run_dir: Path, script_dir: Path, heartbeat_s: int = 30) -> Config:
-    provider = FailoverProvider(
-        SlurmProvider(nodes_per_block=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
-                      launcher=SimpleLauncher(), exclusive=False),
-        spares_per_block=1, run_dir=run_dir)
+def _inner(kind: str) -> SlurmProvider | TorqueProvider:
+    if kind == "torque":
+        # PBS-style submission through slurm-wlm-torque's qsub. sbatch, which runs the script, also reads
+        # #SBATCH lines: --no-kill keeps the block alive when a task's node dies, so its spare can step in.
+        return TorqueProvider(nodes_per_block=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
+                              launcher=SimpleLauncher(), scheduler_options="#SBATCH --no-kill")
+    return SlurmProvider(nodes_per_block=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
+                         launcher=SimpleLauncher(), exclusive=False)
+
+
+def _config(run_dir: Path, script_dir: Path, heartbeat_s: int = 30, kind: str = "slurm") -> Config:
+    provider = FailoverProvider(_inner(kind), spares_per_block=1, run_dir=run_dir)
     executor = MPIExecutor(label="mpi", address="127.0.0.1", loopback_address="127.0.0.1", mpi_launcher="srun",
                            max_workers_per_block=1, provider=provider, block_error_handler=block_error_handler,
                            heartbeat_period=max(1, heartbeat_s // 4), heartbeat_threshold=heartbeat_s)
@@ -64,18 +71,20 @@ def _wait_for(path: Path, text: bytes, timeout_s: float) -> Path:
     raise AssertionError(f"{text!r} never appeared under {path}")
 
 
+@pytest.mark.parametrize("kind", ["slurm", "torque"])
 def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """A 2-node MPI task in a 2+1 block: crash the task's second node mid-run; the task's supervisor swaps in
-    the block's spare, resumes from its checkpoint, and the task ends with the fault-free checksum. The crashed
-    node is in the workflow's shared quarantine, with the evidence."""
+                                                              monkeypatch: pytest.MonkeyPatch, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """A 2-node MPI task in a 2+1 block (SlurmProvider, or TorqueProvider through slurm-wlm-torque's qsub):
+    crash the task's second node mid-run; the task's supervisor swaps in the block's spare, resumes from its
+    checkpoint, and the task ends with the fault-free checksum. The crashed node is in the workflow's shared
+    quarantine, with the evidence."""
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     # The workers unpickle this module's app by reference: let them import it.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     run_dir, ckpt = tmp_path / "wf", tmp_path / "ckpt"
     out = tmp_path / "task.out"
-    with parsl.load(_config(run_dir, tmp_path / "runinfo")):
+    with parsl.load(_config(run_dir, tmp_path / "runinfo", kind=kind)):
         future = train(str(ckpt), STEPS, stdout=str(out), stderr=str(tmp_path / "task.err"),
                        parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
         log = _wait_for(run_dir / "tasks", b"step=10 ", 120)
@@ -92,6 +101,8 @@ def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_pat
     ledger.close()
     shared = Quarantine.open(run_dir / "ledger.sqlite").entries()
     assert [e.host.name for e in shared] == [victim]
+    # TorqueProvider writes <job>.submit scripts and hands them to qsub; SlurmProvider's go to sbatch.
+    assert bool(list((tmp_path / "runinfo").rglob("*.submit"))) == (kind == "torque")
     assert victim not in attempts[-1].hosts
     assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
 
