@@ -4,7 +4,9 @@ resubmission bound, PBS host pinning, scheduler job records, and the retry costs
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +20,14 @@ from parsl.providers import LocalProvider
 
 from hotspare import Host
 from hotspare.scheduler import parse_qstat_json, parse_scontrol_job
-from hotspare_parsl import FailoverProvider, ResubmissionLimit, RetryHandler, pin_pbs_select
+from hotspare_parsl import (
+    FailoverProvider,
+    ResubmissionLimit,
+    RetryHandler,
+    block_error_handler,
+    pin_pbs_select,
+    retry_handler,
+)
 from hotspare_parsl.block import split_block
 
 DATA = Path(__file__).parent / "data"
@@ -115,3 +124,47 @@ def test_retry_costs(tmp_path: Path) -> None:
     assert handler(BashExitFailure("train", 1), _record(tmp_path, b"", 3)) == 1.0
     # `hotspare launch` spent the block's spares and asked to be retried elsewhere (exit 93): a node failure.
     assert handler(BashExitFailure("train", 93), _record(tmp_path, b"", 4)) == 0.0
+
+
+@parsl.python_app
+def where(marker: str, seconds: float) -> str:
+    import os  # noqa: PLC0415 -- runs in the worker
+    import pathlib  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    pathlib.Path(marker).write_text(os.environ.get("HOTSPARE_HOST", ""))
+    time.sleep(seconds)
+    return os.environ.get("HOTSPARE_HOST", "")
+
+
+def test_local_block_killed_is_a_lost_simulated_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LocalProvider with simulated hosts, real HTEX: kill the running block's process group (its host
+    "powers off"). The task is lost with the manager and retried at no cost (retries=0); the block is judged a
+    node loss of sim1, which is quarantined; the block error handler does not put the executor into a bad
+    state although init_blocks=1 (Parsl's default handler would); the replacement block is sim2's."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    inner = LocalProvider(init_blocks=1, min_blocks=0, max_blocks=1)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf", simulated_hosts=["sim1", "sim2"])
+    executor = HighThroughputExecutor(label="htex", address="127.0.0.1", loopback_address="127.0.0.1",
+                                      max_workers_per_node=1, heartbeat_period=1, heartbeat_threshold=4,
+                                      provider=provider, block_error_handler=block_error_handler)
+    config = Config(executors=[executor], run_dir=str(tmp_path / "runinfo"), retries=0, retry_handler=retry_handler,
+                    strategy="simple", strategy_period=1)
+    marker = tmp_path / "started"
+    with parsl.load(config):
+        future = where(str(marker), 6)
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the task never started"
+            time.sleep(0.1)
+        assert marker.read_text() == "sim1"
+        marker.unlink()
+        (job,) = list(inner.resources)
+        group = os.getpgid(inner.resources[job]["remote_pid"])
+        assert group != os.getpgid(0)
+        os.killpg(group, signal.SIGKILL)
+        assert future.result(timeout=120) == "sim2"
+        assert not executor.bad_state_is_set
+    assert [(e.host.name, e.reason) for e in provider.quarantine.entries()] == [("sim1", "scheduler")]
+    provider.close()

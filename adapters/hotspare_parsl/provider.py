@@ -120,6 +120,7 @@ class FailoverProvider(ExecutionProvider):
         quarantine_ttl_s: float | None = None,
         query: SchedulerQuery | None = None,
         python: str | None = None,
+        simulated_hosts: Sequence[str] = (),
     ) -> None:
         if spares_per_block < 0:
             raise ValueError(f"spares_per_block={spares_per_block}: give 0 or more")
@@ -142,6 +143,12 @@ class FailoverProvider(ExecutionProvider):
         self._db = self._ledger.connection
         self._db.execute(_BLOCKS_TABLE)
         self.quarantine = Quarantine.attach(self._db)
+        #: LocalProvider only: each block stands for one of these hosts (demos, tests, laptops). A block
+        #: whose process group is killed from outside is that host powering off.
+        self.simulated_hosts = tuple(Host(h) for h in simulated_hosts)
+        if self.simulated_hosts and self._kind != "local":
+            raise ValueError("simulated_hosts is for LocalProvider: a batch scheduler names the real hosts")
+        self._cancelled: set[str] = set()
 
     # -- what executors and the DFK read and set: the inner provider's own -------------------
     label = property(lambda self: self.inner.label)
@@ -186,7 +193,10 @@ class FailoverProvider(ExecutionProvider):
         saved = {k: getattr(self.inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
                                                      "template_string") if k in vars(self.inner)}
         name = f"{job_name}.{time.time():.6f}"
+        simulated = self._pick_simulated() if self.simulated_hosts else None
         try:
+            if simulated is not None and "worker_init" in saved:
+                self.inner.worker_init = f"export HOTSPARE_HOST={shlex.quote(simulated.raw)}\n" + saved["worker_init"]
             self.inner.nodes_per_block = saved["nodes_per_block"] + self.spares_per_block
             if "worker_init" in saved and self._kind != "local":
                 self.inner.worker_init = self._block_init(name) + saved["worker_init"]
@@ -206,12 +216,24 @@ class FailoverProvider(ExecutionProvider):
             for key, value in saved.items():
                 setattr(self.inner, key, value)
         record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
-        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"))
+        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"),
+                       hosts=(simulated,) if simulated is not None else ())
         with self._lock:
             self._blocks[str(job_id)] = block
         self._db.execute("INSERT OR REPLACE INTO parsl_blocks (job_id, job_name, submitted_s, excluded)"
                          " VALUES (?, ?, ?, ?)", (str(job_id), name, time.time(), json.dumps(bad)))
         return job_id
+
+    def _pick_simulated(self) -> Host:
+        """A simulated host for the next block: not quarantined, not held by a live block."""
+        bad = self.quarantine.hosts()
+        with self._lock:
+            busy = {b.hosts[0] for b in self._blocks.values() if b.hosts and not b.judged}
+        free = [h for h in self.simulated_hosts if h not in bad and h not in busy]
+        if not free:
+            raise HotspareError(f"no simulated host left for a block: {len(bad)} quarantined, {len(busy)} in use "
+                                f"of {len(self.simulated_hosts)}")
+        return free[0]
 
     def _block_init(self, name: str) -> str:
         python = self._python or sys.executable
@@ -309,6 +331,11 @@ class FailoverProvider(ExecutionProvider):
 
     def _judge(self, block: _Block, answer: JobStatus) -> None:
         block.judged = True
+        if self.simulated_hosts and answer.state == JobState.CANCELLED and block.job_id not in self._cancelled:
+            why = (f"the block's process group was killed from outside: simulated host {block.hosts[0].name} "
+                   "powered off")
+            self._conclude(block, _blame(_unknown(), block.hosts, why), answer.state.name, [])
+            return
         facts = self._query.job_facts(block.job_id) if self._query.kind else None
         if facts is None and self._query.kind:
             log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",
@@ -358,6 +385,7 @@ class FailoverProvider(ExecutionProvider):
 
     # -- cancel ------------------------------------------------------------------------------
     def cancel(self, job_ids: Sequence[object]) -> Sequence[bool]:
+        self._cancelled.update(str(j) for j in job_ids)
         return self.inner.cancel(job_ids)
 
     def close(self) -> None:
