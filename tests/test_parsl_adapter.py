@@ -168,3 +168,18 @@ def test_local_block_killed_is_a_lost_simulated_host(tmp_path: Path, monkeypatch
         assert not executor.bad_state_is_set
     assert [(e.host.name, e.reason) for e in provider.quarantine.entries()] == [("sim1", "scheduler")]
     provider.close()
+
+
+def test_pipeline_driver_survives_its_block_by_whole_job_retry(tmp_path: Path) -> None:
+    """examples/parsl_pipeline.py: the driver owns its block; kill the block after stage 2. The lost manager is
+    recorded as a whole-job retry (cost 0, the failed try's seconds), the rerun on d2 skips stages 1-2."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    try:
+        import parsl_pipeline  # noqa: PLC0415 -- the example, as a user runs it
+    finally:
+        sys.path.pop(0)
+    done, retries = parsl_pipeline.run(tmp_path, stages=5, stage_s=0.5, kill_after_stage=2)
+    assert [s.split("@")[0] for s in done] == ["1", "2", "3", "4", "5"]
+    assert done[:2] == ["1@d1", "2@d1"] and done[-1] == "5@d2"
+    assert [(r["scope"], r["kind"], r["parsl_cost"]) for r in retries] == [("whole_job", "node", 0.0)]
+    assert retries[0]["try_s"] is not None and retries[0]["try_s"] > 0.5

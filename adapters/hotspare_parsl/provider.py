@@ -60,6 +60,13 @@ CREATE TABLE IF NOT EXISTS parsl_blocks (
 )
 """
 
+_RETRIES_TABLE = """
+CREATE TABLE IF NOT EXISTS parsl_retries (
+    task_id INTEGER, try_id INTEGER, at_s REAL NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL,
+    parsl_cost REAL NOT NULL, try_s REAL, reason TEXT NOT NULL
+)
+"""
+
 #: Read at most this much of a block's stdout/stderr when judging it (the end matters most).
 _TAIL_BYTES = 8 << 20
 
@@ -142,6 +149,7 @@ class FailoverProvider(ExecutionProvider):
         self._ledger = Ledger.open(self.run_dir)  # the workflow's ledger: blocks and the shared quarantine
         self._db = self._ledger.connection
         self._db.execute(_BLOCKS_TABLE)
+        self._db.execute(_RETRIES_TABLE)
         self.quarantine = Quarantine.attach(self._db)
         #: LocalProvider only: each block stands for one of these hosts (demos, tests, laptops). A block
         #: whose process group is killed from outside is that host powering off.
@@ -275,6 +283,23 @@ class FailoverProvider(ExecutionProvider):
             out.append(JobStatus(answer.state, answer.message, answer.exit_code, answer.stdout_path,
                                  answer.stderr_path))
         return out
+
+    def record_retry(self, task_record: Any, *, scope: str, kind: str, cost: float, reason: str) -> None:
+        """Write down one failed try: ``scope`` ``whole_job`` (its block was lost and is re-provisioned) or
+        ``task`` (rerun in a live block), the Parsl cost charged, and ``try_s``: seconds from the try's launch to
+        its failure (queue wait for a block included), the work a rerun may have to repeat."""
+        launched = task_record.get("try_time_launched")
+        now = time.time()
+        try_s = now - launched.timestamp() if launched is not None else None
+        self._db.execute("INSERT INTO parsl_retries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (task_record.get("id"), task_record.get("try_id"), now, scope, kind, cost, try_s,
+                          reason[:500]))
+
+    def retries(self) -> list[dict[str, Any]]:
+        """Every failed try recorded by the retry handler, oldest first."""
+        cursor = self._db.execute("SELECT * FROM parsl_retries ORDER BY rowid")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def node_lost(self, job_id: object) -> bool:
         """Whether the block ``job_id`` ended because of a node fault (see :func:`block_error_handler`)."""

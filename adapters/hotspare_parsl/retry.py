@@ -68,16 +68,22 @@ class RetryHandler:
             state = self._seen.setdefault(int(task_record.get("id", -1)), {"node": 0, "offsets": {}})
         provider = _provider(task_record)
         kind, hosts, why = self._judge(exception, task_record, state, provider)
+        cost = 1.0
         if kind == "node":
             state["node"] += 1
             if provider is not None:
                 for host in hosts:
                     provider.quarantine.add(host, "scheduler" if isinstance(exception, ManagerLost) else "scraped",
                                             detail=f"task {task_record.get('id')}: {why}")
-            return 0.0 if state["node"] <= self.node_failures else 1.0
-        if kind == "user":
-            return float(retries + 1)
-        return 1.0
+            cost = 0.0 if state["node"] <= self.node_failures else 1.0
+        elif kind == "user":
+            cost = float(retries + 1)
+        if provider is not None:
+            # A lost manager means the task's whole block is gone: the rerun waits for a new block (a
+            # whole-job retry); anything else reruns in a live block (a task retry).
+            scope = "whole_job" if isinstance(exception, ManagerLost) else "task"
+            provider.record_retry(task_record, scope=scope, kind=kind, cost=cost, reason=why)
+        return cost
 
     def _judge(self, exc: BaseException, task_record: Mapping[str, Any], state: dict[str, Any],
                provider: FailoverProvider | None) -> tuple[str, tuple[Host, ...], str]:
