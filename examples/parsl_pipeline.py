@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import parsl
 from parsl.config import Config
 from parsl.executors import HighThroughputExecutor
 from parsl.providers import LocalProvider
+from parsl.providers.base import ExecutionProvider
 
 from hotspare_parsl import FailoverProvider, block_error_handler, retry_handler
 
@@ -40,7 +42,7 @@ def driver(workdir: str, stages: int, stage_s: float) -> list[str]:
     import sys  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
-    host = os.environ.get("HOTSPARE_HOST", "?")
+    host = os.environ.get("HOTSPARE_HOST") or os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     ran = []
     for stage in range(1, stages + 1):
         done = Path(workdir) / f"stage-{stage}.done"
@@ -53,9 +55,13 @@ def driver(workdir: str, stages: int, stage_s: float) -> list[str]:
     return ran
 
 
-def config(workdir: Path) -> tuple[Config, FailoverProvider]:
-    provider = FailoverProvider(LocalProvider(init_blocks=1, min_blocks=0, max_blocks=1),
-                                run_dir=workdir / "hotspare", simulated_hosts=["d1", "d2"])
+def config(workdir: Path, inner: ExecutionProvider | None = None) -> tuple[Config, FailoverProvider]:
+    """The pipeline's config: ``inner`` wrapped (default: LocalProvider blocks as simulated hosts d1, d2)."""
+    if inner is None:
+        provider = FailoverProvider(LocalProvider(init_blocks=1, min_blocks=0, max_blocks=1),
+                                    run_dir=workdir / "hotspare", simulated_hosts=["d1", "d2"])
+    else:
+        provider = FailoverProvider(inner, run_dir=workdir / "hotspare")
     executor = HighThroughputExecutor(label="pipeline", address="127.0.0.1", loopback_address="127.0.0.1",
                                       max_workers_per_node=1, heartbeat_period=1, heartbeat_threshold=4,
                                       provider=provider, block_error_handler=block_error_handler)
@@ -63,15 +69,23 @@ def config(workdir: Path) -> tuple[Config, FailoverProvider]:
                   strategy="simple", strategy_period=1), provider
 
 
+def kill_local_block(provider: FailoverProvider) -> None:
+    """Power off the (only) LocalProvider block's simulated host: SIGKILL its process group."""
+    (job,) = list(provider.inner.resources)
+    os.killpg(os.getpgid(provider.inner.resources[job]["remote_pid"]), signal.SIGKILL)
+
+
 def run(workdir: Path, *, stages: int = 6, stage_s: float = 0.5, kill_after_stage: int | None = None,
+        inner: ExecutionProvider | None = None, kill: Callable[[FailoverProvider], None] = kill_local_block,
         timeout_s: float = 180) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run the pipeline; optionally kill the first block after a stage. Returns (stages run, retries)."""
+    """Run the pipeline; after stage ``kill_after_stage``, ``kill`` the driver's block. Returns
+    ("stage@host" for every stage, the retries the handler recorded)."""
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent),
                                                 os.environ.get("PYTHONPATH", "")])
     marks = workdir / "marks"
     marks.mkdir(parents=True, exist_ok=True)
-    cfg, provider = config(workdir)
+    cfg, provider = config(workdir, inner)
     with parsl.load(cfg):
         first = driver(str(marks), stages, stage_s)
         if kill_after_stage is not None:
@@ -80,8 +94,7 @@ def run(workdir: Path, *, stages: int = 6, stage_s: float = 0.5, kill_after_stag
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"stage {kill_after_stage} never finished")
                 time.sleep(0.05)
-            (job,) = list(provider.inner.resources)
-            os.killpg(os.getpgid(provider.inner.resources[job]["remote_pid"]), signal.SIGKILL)
+            kill(provider)
         first.result(timeout=timeout_s)
         done = sorted(f"{p.name.split('-')[1].split('.')[0]}@{p.read_text()}" for p in marks.iterdir())
     retries = provider.retries()
