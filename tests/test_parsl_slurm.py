@@ -19,6 +19,7 @@ from parsl.jobs.states import JobState, JobStatus
 from parsl.launchers import SimpleLauncher
 from parsl.providers import SlurmProvider, TorqueProvider
 
+from hotspare import Host
 from hotspare.errors import EXIT_NO_RETRY
 from hotspare.ledger import Ledger
 from hotspare.quarantine import Quarantine
@@ -234,3 +235,27 @@ def test_pipeline_driver_survives_its_node_on_the_bed(slurm_bed, tmp_path: Path,
     assert [(r["scope"], r["parsl_cost"]) for r in retries] == [("whole_job", 0.0)]
     entries = Quarantine.open(tmp_path / "hotspare" / "ledger.sqlite").entries()
     assert [e.host.name for e in entries] == [crashed[0]]
+
+
+def test_expired_quarantine_is_readmitted_only_after_a_passing_probe(slurm_bed, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Two quarantined hosts expire; at the next submit each is probed with a one-task srun: healthy n3 comes
+    back, crashed n4 does not answer and stays excluded from the block."""
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    inner = SlurmProvider(nodes_per_block=1, walltime="00:05:00", exclusive=False)
+    inner.script_dir = str(scripts)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf", quarantine_ttl_s=0.5, probe_timeout_s=20)
+    for name in ("n3", "n4"):
+        provider.quarantine.add(Host(name), "scraped", ttl_s=0.5, detail="test")
+    slurm_bed.crash("n4")
+    time.sleep(1)
+    jobs = [provider.submit("sleep 60", 1)]
+    try:
+        assert [e.host.name for e in provider.quarantine.entries()] == ["n4"]
+        (script,) = [p.read_text() for p in scripts.iterdir() if p.suffix not in (".stdout", ".stderr")]
+        assert "#SBATCH --exclude=n4\n" in script
+    finally:
+        provider.cancel(jobs)
+        provider.close()

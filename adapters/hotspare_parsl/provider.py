@@ -47,6 +47,7 @@ from hotspare import FailureClass, Host, Verdict, classify, load_patterns, scan
 from hotspare.classify import Blame, SchedulerFacts
 from hotspare.errors import HotspareError
 from hotspare.ledger import LEDGER_NAME, Ledger
+from hotspare.probe import probe_hosts
 from hotspare.quarantine import Quarantine
 from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
 
@@ -125,6 +126,7 @@ class FailoverProvider(ExecutionProvider):
         max_submits: int = 20,
         window_s: float = 600.0,
         quarantine_ttl_s: float | None = None,
+        probe_timeout_s: float = 60.0,
         query: SchedulerQuery | None = None,
         python: str | None = None,
         simulated_hosts: Sequence[str] = (),
@@ -139,6 +141,7 @@ class FailoverProvider(ExecutionProvider):
         self.max_submits = max_submits
         self.window_s = window_s
         self.quarantine_ttl_s = quarantine_ttl_s
+        self.probe_timeout_s = probe_timeout_s
         self._kind = _kind(inner)
         self._query = query or SchedulerQuery(self._kind if self._kind != "local" else None, None)
         self._python = python
@@ -197,6 +200,7 @@ class FailoverProvider(ExecutionProvider):
                     f"{len(self._submits)} blocks submitted in the last {self.window_s:g} s (max_submits="
                     f"{self.max_submits}): not submitting more; see {self.run_dir / LEDGER_NAME} for why blocks ended")
             self._submits.append(now)
+        self._readmit_due()
         bad = sorted(h.raw for h in self.quarantine.hosts())
         saved = {k: getattr(self.inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
                                                      "template_string") if k in vars(self.inner)}
@@ -231,6 +235,24 @@ class FailoverProvider(ExecutionProvider):
         self._db.execute("INSERT OR REPLACE INTO parsl_blocks (job_id, job_name, submitted_s, excluded)"
                          " VALUES (?, ?, ?, ?)", (str(job_id), name, time.time(), json.dumps(bad)))
         return job_id
+
+    def _readmit_due(self) -> None:
+        """Quarantined hosts whose expiry passed come back only after a passing probe.
+
+        SLURM: a one-task ``srun`` on the host (its own tiny job, through the core's probe); a host that
+        does not answer stays out. Elsewhere (PBS, local) no probe can be run from here, so expired hosts
+        stay out until readmitted by hand (``Quarantine.readmit``).
+        """
+        due = self.quarantine.due()
+        if not due or self._kind != "slurm":
+            return
+        # --immediate: a node that cannot be had now (down, drained, busy) fails the probe at once.
+        immediate = f"--immediate={max(1, int(self.probe_timeout_s / 2))}"
+        for result in probe_hosts([e.host for e in due], "srun", self.run_dir / "probes",
+                                  timeout_s=self.probe_timeout_s, extra_args=(immediate,)):
+            back = self.quarantine.readmit(result.host, probe_passed=result.ok)
+            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", result.host.name, result.detail,
+                        "readmitted" if back else "kept out")
 
     def _pick_simulated(self) -> Host:
         """A simulated host for the next block: not quarantined, not held by a live block."""

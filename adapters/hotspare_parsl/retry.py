@@ -73,7 +73,8 @@ class RetryHandler:
             state["node"] += 1
             if provider is not None:
                 for host in hosts:
-                    provider.quarantine.add(host, "scheduler" if isinstance(exception, ManagerLost) else "scraped",
+                    reason = "scheduler" if isinstance(exception, ManagerLost) else "scraped"
+                    provider.quarantine.add(host, reason, ttl_s=provider.quarantine_ttl_s,
                                             detail=f"task {task_record.get('id')}: {why}")
             cost = 0.0 if state["node"] <= self.node_failures else 1.0
         elif kind == "user":
