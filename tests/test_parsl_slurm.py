@@ -102,6 +102,9 @@ def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_pat
     ledger.close()
     shared = Quarantine.open(run_dir / "ledger.sqlite").entries()
     assert [e.host.name for e in shared] == [victim]
+    # The spare the task swapped in is claimed for it in the block's claims directory.
+    (spare,) = set(attempts[-1].hosts) - set(attempts[0].hosts)
+    assert [(c.name, c.read_text()) for c in run_dir.glob("blocks/*.claims/*")] == [(spare, str(task_run))]
     # TorqueProvider writes <job>.submit scripts and hands them to qsub; SlurmProvider's go to sbatch.
     assert bool(list((tmp_path / "runinfo").rglob("*.submit"))) == (kind == "torque")
     assert victim not in attempts[-1].hosts

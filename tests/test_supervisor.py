@@ -19,7 +19,7 @@ import pytest
 from conftest import HOTSPARE
 from hotspare import Host
 from hotspare.demo import crash_when
-from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
 from hotspare.ledger import Ledger
 from hotspare.policy import Budgets
 from hotspare.pool import Pool
@@ -433,3 +433,31 @@ def test_a_probe_no_host_answers_blames_nobody(leftovers: Path) -> None:
     assert entries == []
     assert notes and "no host is blamed" in notes[0]
     assert all(not d.hosts for d in decisions)
+
+
+def test_a_shared_spare_is_used_by_the_run_that_claims_it_first(leftovers: Path) -> None:
+    """Two runs (a Parsl block's two MPI tasks) share spare s1 through a claims directory. Run A loses n2 and
+    takes s1; run B then loses n4: s1 is A's, so B has no spare and asks to be retried elsewhere (93) instead
+    of putting a second job on s1."""
+    claims = leftovers / "claims"
+
+    def crash(victim: str):  # type: ignore[no-untyped-def]
+        def on_attempt(number: int, pool: Pool, log: Path) -> None:
+            if number == 1:
+                crash_when(log, victim, step=12)
+        return on_attempt
+
+    base = replace(config(leftovers), nhosts=2, spare_claims=str(claims))
+    run_a, run_b = leftovers / "a", leftovers / "b"
+    code_a = Supervisor(replace(base, allocation=("n1", "n2", "s1")), run_a, on_attempt=crash("n2")).run()
+    code_b = Supervisor(replace(base, allocation=("n3", "n4", "s1"), command=trainer(leftovers / "ckpt-b"),
+                                checkpoint_dir=str(leftovers / "ckpt-b")),
+                        run_b, on_attempt=crash("n4")).run()
+    assert code_a == EXIT_OK and code_b == EXIT_RETRY_ELSEWHERE
+    assert (claims / "s1").read_text() == str(run_a)
+    ledger = Ledger.open(run_b)
+    try:
+        assert all("s1" not in a.hosts for a in ledger.attempts())
+        assert ("claims", "s1") in {(o[2], o[3]) for o in ledger.observations()}
+    finally:
+        ledger.close()

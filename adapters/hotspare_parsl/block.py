@@ -11,7 +11,7 @@ back as spares, and prints ``export`` lines:
 
 * ``SLURM_NODELIST`` / ``PBS_NODEFILE`` narrowed to the active nodes, so
   Parsl's MPI task scheduler hands out only those;
-* ``HOTSPARE_BLOCK_SPARES`` (comma-separated), ``HOTSPARE_QUARANTINE`` and
+* ``HOTSPARE_BLOCK_SPARES`` (comma-separated), ``HOTSPARE_QUARANTINE``, ``HOTSPARE_SPARE_CLAIMS`` and
   ``HOTSPARE_RUN_DIR``, which :func:`hotspare_parsl.mpi_launch` commands read.
 
 It also records the split in ``DIR/blocks/NAME.json``, so the provider knows
@@ -73,6 +73,8 @@ def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str
         "HOTSPARE_QUARANTINE": str(run_dir / LEDGER_NAME),
         "HOTSPARE_BLOCK_SPARES": ",".join(h.raw for h in spare),
         "HOTSPARE_BLOCK_ACTIVE": ",".join(h.raw for h in active),
+        # The block's MPI tasks share its spares: the first to claim one uses it (hotspare.claims).
+        "HOTSPARE_SPARE_CLAIMS": str(blocks / f"{safe_name}.claims"),
     }
     if environ.get("PBS_NODEFILE"):
         nodefile = blocks / f"{safe_name}.active"

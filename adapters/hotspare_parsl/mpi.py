@@ -50,6 +50,7 @@ def mpi_launch(
     parts = [q(python or sys.executable), "-m", "hotspare", "launch",
              '--hosts "$PARSL_MPI_NODELIST"', '--spare-hosts "${HOTSPARE_BLOCK_SPARES:-}"',
              '--ppn "${PARSL_RANKS_PER_NODE:-1}"', '--quarantine "${HOTSPARE_QUARANTINE:-}"',
+             '--spare-claims "${HOTSPARE_SPARE_CLAIMS:-}"',
              '--run-dir "${HOTSPARE_RUN_DIR:-.}/tasks/task-$$-$(date +%s%N)"', "--launcher", q(launcher)]
     if launcher_cmd:
         parts += ["--launcher-cmd", q(launcher_cmd)]

@@ -104,6 +104,8 @@ def _launch_parser(sub: Any) -> None:
                    help="more spares beyond the allocation (hostlist; may be empty), e.g. a Parsl block's spares")
     p.add_argument("--quarantine", metavar="FILE",
                    help="a quarantine shared with other runs (SQLite; e.g. a workflow's ledger.sqlite)")
+    p.add_argument("--spare-claims", metavar="DIR",
+                   help="a directory shared with other runs holding the same spares: first claim wins")
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
     p.add_argument("--launcher-cmd", metavar="PROG",
                    help="the launcher's executable, when not its name (e.g. mpiexec.mpich, mpirun.openmpi)")
@@ -332,6 +334,7 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
             launcher_args=tuple(args.launcher_arg), launcher_cmd=args.launcher_cmd,
             ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
             probe_timeout_s=args.probe_timeout, stall_s=args.stall, scheduler_poll_s=args.scheduler_poll,
+            spare_claims=args.spare_claims or None,
             budgets=budgets,
         )
     except ValueError as exc:

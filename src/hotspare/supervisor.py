@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hotspare.checkpoint import Checkpoint, find_latest, parse_step
+from hotspare.claims import SpareClaims
 from hotspare.classify import Blame, Verdict, classify
 from hotspare.errors import EXIT_INTERRUPTED, InputError
 from hotspare.evidence import ScanResult
@@ -59,6 +60,8 @@ class RunConfig:
     #: probed. Low is cheap: nothing is ended on the scheduler's word or on silence alone.
     stall_s: float = 3.0
     quarantine_ttl_s: float | None = None
+    #: A directory shared with other runs holding the same spares (see :mod:`hotspare.claims`).
+    spare_claims: str | None = None
     budgets: Budgets = field(default_factory=Budgets)
 
     def __post_init__(self) -> None:
@@ -153,6 +156,7 @@ class Supervisor:
             number = ledger.next_attempt()
             pool = self._readmit(ledger, quarantine, pool, number)
             outcome, result, pool_used = self._attempt(ledger, number, pool, patterns)
+            pool_used = self._unclaimed(ledger, number, pool_used)
             decision, verdict = self._judge(ledger, number, outcome=outcome, result=result, pool=pool_used,
                                             history=history)
             pool, history = self._act(ledger, quarantine, number, decision=decision, verdict=verdict,
@@ -168,7 +172,10 @@ class Supervisor:
         saved = ledger.load_progress()
         allocation = [Host(h) for h in self.config.allocation]
         if saved is None:
-            return Pool.split(allocation, self.config.nhosts, exclude=quarantine.hosts()), History()
+            taken = self._taken(ledger, 1, allocation[self.config.nhosts:])
+            pool = Pool.split(allocation, self.config.nhosts, exclude=quarantine.hosts() | taken)
+            self._claim(ledger, 1, pool)
+            return pool, History()
         pool = Pool(tuple(Host(h) for h in saved["active"]), tuple(Host(h) for h in saved["spare"]))
         return pool, _history_from_json(saved["history"])
 
@@ -285,6 +292,33 @@ class Supervisor:
                                             "scheduler report")
         return bool(watch.scheduler_blamed)
 
+    def _claims(self) -> SpareClaims | None:
+        return SpareClaims(self.config.spare_claims, str(self.run_dir)) if self.config.spare_claims else None
+
+    def _taken(self, ledger: Ledger, number: int, spares: Sequence[Host]) -> set[Host]:
+        """The ``spares`` another run sharing them has claimed (each noted in the ledger)."""
+        claims = self._claims()
+        taken = claims.taken(spares) if claims else set()
+        for host in sorted(taken):
+            ledger.observe(number, self.wall(), "claims", host.name, "spare claimed by another run")
+        return taken
+
+    def _unclaimed(self, ledger: Ledger, number: int, pool: Pool) -> Pool:
+        """The pool without the spares another run sharing them has claimed meanwhile."""
+        taken = self._taken(ledger, number, pool.spare)
+        return Pool(pool.active, tuple(h for h in pool.spare if h not in taken)) if taken else pool
+
+    def _claim(self, ledger: Ledger, number: int, pool: Pool) -> None:
+        """Claim every active host that came from the shared spares."""
+        claims = self._claims()
+        if claims is None:
+            return
+        own = set(Host(h) for h in self.config.allocation[: self.config.nhosts])
+        for host in pool.active:
+            if host not in own and not claims.claim(host):
+                ledger.observe(number, self.wall(), "claims", host.name,
+                               "spare claimed by another run at the same moment; used anyway")
+
     def _checkpoint(self) -> Checkpoint | None:
         return find_latest(self.config.checkpoint_dir) if self.config.checkpoint_dir else None
 
@@ -388,6 +422,7 @@ class Supervisor:
             quarantine.add(host, decision.quarantine_reason or "scraped", attempt=number,
                            ttl_s=self.config.quarantine_ttl_s, detail=verdict.reason)
         new_pool = pool.swap(decision.swap_out) if decision.action is Action.SWAP else pool
+        self._claim(ledger, number, new_pool)
         new_history = _advance(history, verdict, decision, pool)
         ledger.save_progress({"active": [h.raw for h in new_pool.active], "spare": [h.raw for h in new_pool.spare],
                               "history": _history_to_json(new_history)})
