@@ -81,7 +81,8 @@ def test_pbs_select_line_pinned_to_known_good_hosts() -> None:
 
 
 def test_scheduler_job_records() -> None:
-    """scontrol show job -o (captured on the bed) and PBS Pro qstat -x -f -F json: state, hosts, exit."""
+    """scontrol show job -o (captured on the bed) and PBS Pro qstat -x -f -F json: state, hosts, exit. The failed
+    and finished PBS jobs are hand-written in PBS Pro's format (no PBS Pro here); the running one is real."""
     running = parse_scontrol_job((DATA / "slurm-testbed" / "scontrol-job-running-2nodes.txt").read_text())
     assert running is not None and running.state == "RUNNING"
     assert running.hosts == (Host("n1"), Host("n2")) and running.exit_code == 0
@@ -92,6 +93,13 @@ def test_scheduler_job_records() -> None:
     assert failed.hosts == (Host("x3001c0s7b0n0"), Host("x3001c0s7b1n0"))
     assert ok.exit_code == 0 and ok.hosts == (Host("x3001c0s9b0n0"),)
     assert parse_qstat_json("not json") == {}
+    # A real `qstat -xf -F json` capture (PBS Pro 19.0.0 at MetaCentrum, published with the swrap project;
+    # Variable_List and credential fields left out): a running two-node job.
+    real = parse_qstat_json((DATA / "pbs-qstat-xf-json-metacentrum-running.json").read_text())
+    job = real["12860476.meta-pbs.metacentrum.cz"]
+    assert (job.state, job.exit_code) == ("R", None)
+    assert job.hosts == (Host("charon24"), Host("charon21"))
+    assert job.reason.startswith("Job run at Tue Oct 04 at 21:23 on (charon24")
 
 
 def test_block_split_keeps_the_lead_and_leaves_quarantined_out() -> None:
