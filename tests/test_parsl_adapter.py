@@ -130,6 +130,9 @@ def test_retry_costs(tmp_path: Path) -> None:
     assert handler(BashExitFailure("train", 143), node) == 0.0
     # The next try of task 3 printed nothing new: the old node line is not read again.
     assert handler(BashExitFailure("train", 1), _record(tmp_path, b"", 3)) == 1.0
+    # Task ids restart at 0 in every workflow: another workflow's task 1 has its own node-failure count.
+    other = {**_record(tmp_path, b"", 1), "dfk": SimpleNamespace(config=SimpleNamespace(retries=2), run_id="wf-2")}
+    assert handler(lost, other) == 0.0
     # `hotspare launch` spent the block's spares and asked to be retried elsewhere (exit 93): a node failure.
     assert handler(BashExitFailure("train", 93), _record(tmp_path, b"", 4)) == 0.0
 

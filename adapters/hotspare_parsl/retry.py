@@ -58,14 +58,16 @@ class RetryHandler:
             raise ValueError(f"node_failures={node_failures}: give 0 or more")
         self.node_failures = node_failures
         self._lock = threading.Lock()
-        #: Per task id: node failures so far, and how far each output file has been read.
-        self._seen: dict[int, dict[str, Any]] = {}
+        #: Per (workflow run, task id): node failures so far, and how far each output file has been read.
+        #: Keyed by the DFK's run id too: task ids restart at 0 in every workflow a process runs.
+        self._seen: dict[tuple[str | None, int], dict[str, Any]] = {}
         self._patterns = load_patterns()
 
     def __call__(self, exception: BaseException, task_record: Mapping[str, Any]) -> float:
         retries = _retries(task_record)
         with self._lock:
-            state = self._seen.setdefault(int(task_record.get("id", -1)), {"node": 0, "offsets": {}})
+            key = (getattr(task_record.get("dfk"), "run_id", None), int(task_record.get("id", -1)))
+            state = self._seen.setdefault(key, {"node": 0, "offsets": {}})
         provider = _provider(task_record)
         kind, hosts, why = self._judge(exception, task_record, state, provider)
         cost = 1.0
