@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from hotspare import FailureClass, Host
@@ -127,3 +129,24 @@ def test_bad_budgets_name_the_fix(bad: dict) -> None:  # type: ignore[type-arg]
 def test_pool_swap_keeps_positions_and_order() -> None:
     """A swap puts the next spare in the failed host's position."""
     assert POOL.swap({H[1]}) == Pool((H[0], H[3], H[2]), (H[4],))
+
+
+@pytest.mark.parametrize("fclass", [FailureClass.NODE_LOSS, FailureClass.RANK_KILLED, FailureClass.UNKNOWN])
+def test_unattributed_failures_spend_one_budget_and_stop_with_93(fclass: FailureClass) -> None:
+    """A failure naming no host, repeated, is retried in place at most ``in_place_retries`` times whatever its
+    class, then stops with 93 (no healthy node to be found here: resubmit elsewhere), well before the attempt
+    limit. The budget decide() checks is the one History.after() spends (issue 9, defect 1)."""
+    budgets = Budgets(max_attempts=10, in_place_retries=2, backoff_base_s=0.0, jitter=0.0)
+    history, decisions = History(), []
+    for _ in range(10):
+        v = verdict(fclass)
+        d = decide(v, POOL, history, budgets)
+        if d.action is Action.PROBE:  # every host answered the probe
+            history = replace(history, probed=True)
+            d = decide(v, POOL, history, budgets)
+        decisions.append(d)
+        if d.action is Action.STOP:
+            break
+        history = history.after(v, d, POOL)
+    assert [d.action for d in decisions] == [Action.RETRY, Action.RETRY, Action.STOP], decisions
+    assert decisions[-1].exit_code == EXIT_RETRY_ELSEWHERE, decisions[-1].reason

@@ -74,6 +74,25 @@ class History:
     #: Unattributed failures each host was active in.
     strikes: Mapping[Host, int] = field(default_factory=dict)
 
+    def after(self, verdict: Verdict, decision: Decision, pool: Pool) -> History:
+        """What has been spent once ``decision`` (taken on ``verdict`` with ``pool`` active) is carried out.
+
+        An in-place retry spends the budget the decision names (:attr:`Decision.budget`), the very key
+        :func:`decide` checks next time, so an unattributed node fault cannot retry under one key while the
+        limit is read under another.
+        """
+        fclass = verdict.failure_class
+        in_place = dict(self.in_place)
+        if decision.action is Action.RETRY and decision.budget is not None:
+            in_place[decision.budget] = in_place.get(decision.budget, 0) + 1
+        unattributed = fclass not in (FailureClass.SUCCESS, FailureClass.CANCELLED) and not verdict.exclude_hosts
+        strikes = dict(self.strikes)
+        if unattributed:
+            for host in pool.active:
+                strikes[host] = strikes.get(host, 0) + 1
+        return History(attempts=self.attempts + 1, in_place=in_place,
+                       unattributed=self.unattributed + 1 if unattributed else 0, probed=False, strikes=strikes)
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -86,6 +105,9 @@ class Decision:
     quarantine_reason: str | None = None
     delay_s: float = 0.0
     exit_code: int | None = None
+    #: The in-place budget an in-place retry spends: its own class for storage/network/preemption, ``UNKNOWN``
+    #: for every failure that named no host (whatever its class).
+    budget: FailureClass | None = None
 
 
 def backoff_s(retry: int, budgets: Budgets, unit: float) -> float:
@@ -158,13 +180,16 @@ def _swap(bad: tuple[Host, ...], why: str, pool: Pool, delay: float) -> Decision
     return Decision(Action.SWAP, f"{names} out ({why})", swap_out=bad, quarantine_reason=why, delay_s=delay)
 
 
-def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: float) -> Decision:
+def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: float, *,
+              label: str | None = None) -> Decision:
+    """Retry on the same hosts while ``fclass``'s in-place budget lasts; ``label`` names the failure in reasons."""
     used = history.in_place.get(fclass, 0)
+    what = label or fclass.value
     if used >= budgets.in_place_retries:
         code = EXIT_NO_RETRY if fclass is FailureClass.TRANSIENT_IO else EXIT_RETRY_ELSEWHERE
-        return Decision(Action.STOP, f"{fclass.value} persisted after {used} retries in place", exit_code=code)
-    return Decision(Action.RETRY, f"{fclass.value}: retry in place ({used + 1}/{budgets.in_place_retries})",
-                    delay_s=delay)
+        return Decision(Action.STOP, f"{what} persisted after {used} retries in place", exit_code=code)
+    return Decision(Action.RETRY, f"{what}: retry in place ({used + 1}/{budgets.in_place_retries})",
+                    delay_s=delay, budget=fclass)
 
 
 def _unattributed(
@@ -175,13 +200,13 @@ def _unattributed(
         return _swap(struck, "strikes", pool, delay)
     if not history.probed:
         return Decision(Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
-    if history.unattributed == 0:
-        return Decision(Action.RETRY, f"{fclass.value}, no host named, every host answered a probe: "
-                        "retry in place first", delay_s=delay)
-    if budgets.blind_rotation and pool.spare:
+    if history.unattributed > 0 and budgets.blind_rotation and pool.spare:
         return Decision(Action.SWAP, f"{pool.active[0].name} out blindly (no evidence; --blind-rotation)",
                         swap_out=(pool.active[0],), quarantine_reason="blind", delay_s=delay)
-    return _in_place(FailureClass.UNKNOWN, history, budgets, delay)
+    # Every failure that named no host, node faults included, spends the one UNKNOWN budget: once it is
+    # spent no sick node can be told from a healthy one here, so the job asks to be resubmitted (93).
+    return _in_place(FailureClass.UNKNOWN, history, budgets, delay,
+                     label=f"{fclass.value} with no host named (every host answered a probe)")
 
 
 def _struck(pool: Pool, history: History, budgets: Budgets) -> tuple[Host, ...]:

@@ -423,7 +423,7 @@ class Supervisor:
                            ttl_s=self.config.quarantine_ttl_s, detail=verdict.reason)
         new_pool = pool.swap(decision.swap_out) if decision.action is Action.SWAP else pool
         self._claim(ledger, number, new_pool)
-        new_history = _advance(history, verdict, decision, pool)
+        new_history = history.after(verdict, decision, pool)
         ledger.save_progress({"active": [h.raw for h in new_pool.active], "spare": [h.raw for h in new_pool.spare],
                               "history": _history_to_json(new_history)})
         return new_pool, new_history
@@ -459,26 +459,6 @@ def _with_resume(command: Sequence[str], ckpt: Checkpoint | None) -> tuple[str, 
     """Fill an optional ``{resume}`` placeholder with the checkpoint path (empty on a first attempt)."""
     path = str(ckpt.path) if ckpt else ""
     return tuple(arg.replace("{resume}", path) for arg in command)
-
-
-def _advance(history: History, verdict: Verdict, decision: Decision, pool: Pool) -> History:
-    """History after this attempt: budgets spent, unattributed streak and strikes."""
-    fclass = verdict.failure_class
-    in_place = dict(history.in_place)
-    if decision.action is Action.RETRY:
-        in_place[fclass] = in_place.get(fclass, 0) + 1
-    unattributed = fclass not in (FailureClass.SUCCESS, FailureClass.CANCELLED) and not verdict.exclude_hosts
-    strikes = dict(history.strikes)
-    if unattributed:
-        for host in pool.active:
-            strikes[host] = strikes.get(host, 0) + 1
-    return History(
-        attempts=history.attempts + 1,
-        in_place=in_place,
-        unattributed=history.unattributed + 1 if unattributed else 0,
-        probed=False,
-        strikes=strikes,
-    )
 
 
 def _history_to_json(history: History) -> dict[str, Any]:
