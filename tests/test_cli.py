@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli
 from hotspare import Host
 from hotspare.ledger import Ledger
-from hotspare.quarantine import Quarantine
+from hotspare.quarantine import SNAPSHOT_NAME, Quarantine
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "logs"
 KEYS = {"source", "failure_class", "blamed_hosts", "mentioned_hosts", "retryable", "exclude_hosts", "reason", "evidence"}
@@ -168,8 +168,10 @@ def test_launch_options_refused_before_anything_runs(tmp_path: Path, args: list[
 def test_shared_quarantine_keeps_a_host_out_of_the_first_attempt(tmp_path: Path) -> None:
     """--quarantine FILE: a host another run quarantined is replaced by a --spare-hosts spare before the first
     attempt starts (the Parsl adapter's MPI tasks rely on this), and the run succeeds on the others."""
-    shared = tmp_path / "wf" / "ledger.sqlite"
-    Quarantine.open(shared).add(Host("n2"), "scraped", detail="lost in another task")
+    shared = tmp_path / "wf" / SNAPSHOT_NAME
+    owner = Quarantine.open(tmp_path / "wf" / "ledger.sqlite", snapshot=shared)
+    owner.add(Host("n2"), "scraped", detail="lost in another task")
+    published = shared.read_bytes()
     run = tmp_path / "run"
     result = run_cli("launch", "--hosts", "n1,n2", "--spare-hosts", "n3", "--quarantine", str(shared),
                      "--launcher", "local", "--run-dir", str(run), "--", "true")
@@ -179,3 +181,19 @@ def test_shared_quarantine_keeps_a_host_out_of_the_first_attempt(tmp_path: Path)
         assert ledger.attempts()[0].hosts == ("n1", "n3")
     finally:
         ledger.close()
+    assert shared.read_bytes() == published  # only its owner writes it
+
+
+@pytest.mark.parametrize("content", [None, "", "{not json", '{"format": "other"}',
+                                     '{"format": "hotspare-quarantine/1", "entries": [{"host": "a;b"}]}'])
+def test_unreadable_shared_quarantine_is_refused(tmp_path: Path, content: str | None) -> None:
+    """A --quarantine snapshot that is missing or not a snapshot: one error line, exit 2, nothing run — a
+    wrong path must never read as 'no host is kept out'."""
+    shared = tmp_path / SNAPSHOT_NAME
+    if content is not None:
+        shared.write_text(content)
+    run = tmp_path / "run"
+    result = run_cli("launch", "--hosts", "n1,n2", "--quarantine", str(shared), "--launcher", "local",
+                     "--run-dir", str(run), "--", "true")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "quarantine" in result.stderr, result.stderr
+    assert not run.exists()

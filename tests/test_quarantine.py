@@ -1,4 +1,4 @@
-"""Quarantine: reasons, expiry, readmission only after a passing probe, shared through one file."""
+"""Quarantine: reasons, expiry, readmission only after a passing probe, shared as a snapshot only its owner writes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host, Quarantine
+from hotspare.errors import InputError
+from hotspare.quarantine import SNAPSHOT_NAME, QuarantineReason, read_snapshot
 
 
 class Clock:
@@ -47,9 +49,53 @@ def test_unknown_reason_is_refused(tmp_path: Path) -> None:
         Quarantine.open(tmp_path / "q.sqlite").add(Host("n1"), "hunch")
 
 
-def test_shared_by_many_runs(tmp_path: Path) -> None:
-    """Two runs (two connections) opening one file see each other's quarantine at once."""
-    a = Quarantine.open(tmp_path / "shared.sqlite")
-    b = Quarantine.open(tmp_path / "shared.sqlite")
-    a.add(Host("n7"), "strikes")
-    assert Host("n7") in b
+def test_owner_publishes_a_snapshot_others_only_read(tmp_path: Path) -> None:
+    """Every change by the owner replaces quarantine.json atomically; a reader (another process, another host)
+    keeps those hosts out through ``shared=`` without ever writing the owner's files."""
+    clock = Clock()
+    snap = tmp_path / "wf" / SNAPSHOT_NAME
+    owner = Quarantine.open(tmp_path / "wf" / "ledger.sqlite", snapshot=snap, clock=clock)
+    owner.add(Host("n7"), QuarantineReason.STRIKES, ttl_s=10, detail="3 strikes")
+    assert [(e.host.name, e.reason, e.expires_s) for e in read_snapshot(snap)] == [("n7", "strikes", 1010.0)]
+    reader = Quarantine.open(tmp_path / "task" / "ledger.sqlite", shared=snap)
+    assert Host("n7") in reader and reader.entries() == []
+    clock.now += 11
+    assert owner.readmit(Host("n7"), probe_passed=True)
+    assert read_snapshot(snap) == () and Host("n7") not in reader
+    assert sorted(p.name for p in snap.parent.iterdir()) == ["ledger.sqlite", "ledger.sqlite-shm",
+                                                              "ledger.sqlite-wal", SNAPSHOT_NAME]  # no temp left
+
+
+def test_owner_folds_in_what_each_run_found_once(tmp_path: Path) -> None:
+    """A task supervisor publishes its findings in its own run directory; the owner folds each entry in once:
+    a host the owner readmitted is not brought back by the same old finding; a new finding is."""
+    clock = Clock()
+    owner = Quarantine.open(tmp_path / "wf" / "ledger.sqlite", snapshot=tmp_path / "wf" / SNAPSHOT_NAME, clock=clock)
+    task_snap = tmp_path / "wf" / "tasks" / "t1" / SNAPSHOT_NAME
+    task = Quarantine.open(task_snap.parent / "ledger.sqlite", snapshot=task_snap, clock=clock)
+    task.add(Host("n2"), "probed", attempt=1, ttl_s=5, detail="did not answer a probe")
+    broken = tmp_path / "wf" / "tasks" / "t2" / SNAPSHOT_NAME
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{half")
+    added, problems = owner.fold([task_snap, broken])
+    assert [(e.host.name, e.reason) for e in added] == [("n2", "probed")] and len(problems) == 1
+    assert "t1" in owner.entries()[0].detail and [e.host.name for e in read_snapshot(tmp_path / "wf" / SNAPSHOT_NAME)] == ["n2"]
+    clock.now += 6
+    assert owner.readmit(Host("n2"), probe_passed=True)
+    assert owner.fold([task_snap]) == ([], [])  # the same finding is not folded twice
+    clock.now += 1
+    task.add(Host("n2"), "probed", attempt=2, detail="lost again")
+    assert [e.host.name for e in owner.fold([task_snap])[0]] == ["n2"]
+
+
+@pytest.mark.parametrize("text", ["", "[]", '{"format": "hotspare-quarantine/1"}',
+                                  '{"format": "hotspare-quarantine/1", "entries": [{"host": "n1", "reason": "hunch",'
+                                  ' "since_s": 1, "expires_s": null}]}',
+                                  '{"format": "hotspare-quarantine/1", "entries": [{"host": "n1 ; rm", "reason": '
+                                  '"probed", "since_s": 1, "expires_s": null}]}'])
+def test_a_bad_snapshot_is_refused_with_its_path(tmp_path: Path, text: str) -> None:
+    """Not a snapshot, an unknown reason, a hostile host name: InputError naming the file."""
+    path = tmp_path / SNAPSHOT_NAME
+    path.write_text(text)
+    with pytest.raises(InputError, match=SNAPSHOT_NAME):
+        read_snapshot(path)

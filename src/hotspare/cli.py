@@ -25,7 +25,7 @@ from hotspare.policy import Budgets
 from hotspare.pool import Pool, resolve_allocation
 from hotspare.postmortem import build_report, render
 from hotspare.preflight import check_free_space, default_lfs
-from hotspare.quarantine import Quarantine
+from hotspare.quarantine import read_snapshot
 from hotspare.scan import MIN_WRAP_WIDTH, scan
 from hotspare.supervisor import RunConfig, Supervisor
 
@@ -103,7 +103,8 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--spare-hosts", metavar="LIST",
                    help="more spares beyond the allocation (hostlist; may be empty), e.g. a Parsl block's spares")
     p.add_argument("--quarantine", metavar="FILE",
-                   help="a quarantine shared with other runs (SQLite; e.g. a workflow's ledger.sqlite)")
+                   help="a quarantine snapshot another process publishes (a workflow's quarantine.json): its hosts "
+                   "are kept out; it is only read (this run's own findings go to RUN_DIR/quarantine.json)")
     p.add_argument("--spare-claims", metavar="DIR",
                    help="a directory shared with other runs holding the same spares: first claim wins")
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
@@ -334,14 +335,21 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
             launcher_args=tuple(args.launcher_arg), launcher_cmd=args.launcher_cmd,
             ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
             probe_timeout_s=args.probe_timeout, stall_s=args.stall, scheduler_poll_s=args.scheduler_poll,
-            spare_claims=args.spare_claims or None,
+            spare_claims=args.spare_claims or None, shared_quarantine=_snapshot(args.quarantine),
             budgets=budgets,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     run_dir = args.run_dir or f"hotspare-run-{time.strftime('%Y%m%d-%H%M%S')}"
-    quarantine = Quarantine.open(args.quarantine) if args.quarantine else None
-    return Supervisor(config, run_dir, quarantine=quarantine)
+    return Supervisor(config, run_dir)
+
+
+def _snapshot(path: str | None) -> str | None:
+    """A shared quarantine snapshot, checked readable now (a wrong path must not mean 'nothing kept out')."""
+    if not path:
+        return None
+    read_snapshot(path)
+    return str(Path(path).resolve())
 
 
 def _postmortem(args: argparse.Namespace) -> int:

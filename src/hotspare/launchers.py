@@ -19,14 +19,13 @@ Sources checked for the flag spellings:
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare.errors import HostError
+from hotspare.files import write_atomic
 from hotspare.hosts import Host, is_raw_host
 
 #: The launchers hotspare can drive, and what each is.
@@ -135,24 +134,6 @@ def render_hostfile(hosts: Sequence[Host], launcher: str, ppn: int) -> str:
     if not hosts:
         raise ValueError("no hosts to write: a hostfile needs at least one host")
     return "".join(f"{line}\n" for line in _HOSTFILE_LINES[launcher](hosts, ppn))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically: readers see the old file or the new, never half.
-
-    Temp file in the same directory (``os.replace`` is atomic only within one
-    filesystem), fsynced before the rename.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_hostfile(path: Path, text: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from hotspare.errors import InputError
 from hotspare.evidence import Evidence
+from hotspare.files import open_sqlite
 
 LEDGER_NAME = "ledger.sqlite"
 
@@ -125,13 +126,11 @@ class Ledger:
     def open(cls, run_dir: str | Path) -> Ledger:
         """Open (creating if needed) the ledger in ``run_dir``."""
         path = Path(run_dir) / LEDGER_NAME
+        db = open_sqlite(path, "ledger")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
+            db.close()
             raise InputError(str(path), f"cannot open the ledger ({exc})") from exc
         return cls(db, path)
 

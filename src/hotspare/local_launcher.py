@@ -42,8 +42,8 @@ from pathlib import Path
 from types import FrameType
 
 from hotspare.errors import HotspareError
+from hotspare.files import write_atomic
 from hotspare.hosts import Host, read_hostfile
-from hotspare.launchers import write_atomic
 
 PREFIX = "hotspare-local:"
 FAULTS_ENV = "HOTSPARE_LOCAL_FAULTS"

@@ -30,7 +30,7 @@ from hotspare.patterns import PatternSet, load_patterns
 from hotspare.policy import Action, Budgets, Decision, History, decide
 from hotspare.pool import Pool
 from hotspare.probe import ProbeResult, probe_hosts
-from hotspare.quarantine import Quarantine
+from hotspare.quarantine import SNAPSHOT_NAME, Quarantine
 from hotspare.runner import Launch, Outcome, kill_group
 from hotspare.scan import Scanner, scan
 from hotspare.scheduler import SchedulerQuery, unhealthy
@@ -62,6 +62,9 @@ class RunConfig:
     quarantine_ttl_s: float | None = None
     #: A directory shared with other runs holding the same spares (see :mod:`hotspare.claims`).
     spare_claims: str | None = None
+    #: A quarantine snapshot another process owns (a workflow's ``quarantine.json``): its hosts are kept out
+    #: too; it is only ever read. What this run finds goes to its own ``quarantine.json``.
+    shared_quarantine: str | None = None
     budgets: Budgets = field(default_factory=Budgets)
 
     def __post_init__(self) -> None:
@@ -112,7 +115,6 @@ class Supervisor:
         run_dir: str | Path,
         *,
         patterns: PatternSet | None = None,
-        quarantine: Quarantine | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -123,7 +125,6 @@ class Supervisor:
         self.config = config
         self.run_dir = Path(run_dir)
         self.patterns = patterns
-        self.quarantine = quarantine
         self.clock = clock
         self.wall = wall
         self.sleep = sleep
@@ -148,7 +149,9 @@ class Supervisor:
 
     def _run(self, ledger: Ledger) -> int:
         patterns = self.patterns or load_patterns()
-        quarantine = self.quarantine or Quarantine.attach(ledger.connection)
+        # This run owns its quarantine (its ledger) and publishes it beside the ledger for a workflow to fold in.
+        quarantine = Quarantine.attach(ledger.connection, snapshot=self.run_dir / SNAPSHOT_NAME,
+                                       shared=self.config.shared_quarantine)
         if ledger.run_config() is None:
             ledger.start_run(self.config.to_json(), self.wall())
         pool, history = self._restore(ledger, quarantine, patterns)

@@ -1,0 +1,204 @@
+"""Judging a batch job that ended (a Parsl block, a Dask job) or a task that failed in one.
+
+The adapters gather what there is to know — the scheduler's record of the job, the states of its
+nodes, the tail of its output, its exit status — into a :class:`JobEnd`; :func:`judge_job` (pure)
+turns it into a :class:`JobJudgement`: the verdict, the hosts to keep out with the reason for each,
+and the evidence rendered for the record. :func:`judge_task` does the same for one failed task's
+output. Neither runs a command nor writes anything: the adapter acts on the judgement in one step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hotspare.classify import Blame, SchedulerFacts, Verdict, classify
+from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
+from hotspare.evidence import Evidence
+from hotspare.failures import FailureClass
+from hotspare.files import read_tail
+from hotspare.hosts import Host
+from hotspare.patterns import PatternSet
+from hotspare.quarantine import QuarantineReason
+from hotspare.scan import scan
+from hotspare.scheduler import JobFacts, unhealthy
+
+#: The line a job's hotspare hook prints on stderr when it fails, before the job exits: the job must not
+#: run on nodes nobody checked. Adapters put it in their prologue; :func:`judge_job` looks for it.
+HOOK_FAILED = "hotspare: job hook failed"
+#: The exit status a job whose hook failed ends with.
+HOOK_EXIT = 86
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnd:
+    """What is known of a job that ended: gathered by an adapter, judged by :func:`judge_job`."""
+
+    job_id: str
+    #: The job's hosts, lead (batch) node first; empty when nobody could tell.
+    hosts: tuple[Host, ...] = ()
+    #: The scheduler's record of the job (None: it could not be asked, or forgot the job).
+    facts: JobFacts | None = None
+    #: The scheduler's state of each host now (``DOWN*``, ``IDLE+NOT_RESPONDING``, ``down``).
+    node_states: Mapping[Host, str] = field(default_factory=dict)
+    #: The end of the job's stdout and stderr.
+    output: bytes = b""
+    #: The exit status the framework reports, when the scheduler has none.
+    rc: int | None = None
+    #: What could not be read (output files, records), said in the verdict's reason.
+    unread: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobJudgement:
+    """How a job ended and which of its hosts to keep out, each with the reason."""
+
+    job_id: str
+    verdict: Verdict
+    keep_out: tuple[tuple[Host, QuarantineReason], ...]
+    #: The evidence, one line each, for the job's record.
+    evidence: tuple[str, ...]
+    #: The scheduler's word for the job's end (``NODE_FAIL``, ``COMPLETED``, ``F``), or the framework's.
+    state: str
+
+    @property
+    def node_lost(self) -> bool:
+        """The job ended because one of its nodes failed (its hosts are in :attr:`keep_out`)."""
+        return bool(self.keep_out)
+
+
+def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudgement:
+    """The verdict on an ended job (pure): its output through the classifier, the scheduler's record and node
+    states as corroboration. A ``NODE_FAIL`` job with no host named in its output blames the hosts the
+    scheduler reports down; a job whose hotspare hook failed is a setup error, never a node fault."""
+    result = scan(end.output, patterns)
+    said = end.facts.state if end.facts else state
+    hook = _hook_failure(end.output)
+    if hook is not None:
+        verdict = _failed(FailureClass.USER_ERROR, f"the job's hotspare hook failed, so the job stopped rather "
+                          f"than run on nodes nobody checked: {hook}", result.evidence)
+        return JobJudgement(end.job_id, verdict, (), render_evidence(result.evidence), said)
+    facts = SchedulerFacts(job_state=end.facts.state if end.facts else None, node_states=dict(end.node_states))
+    rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
+    verdict = classify(result, rc=rc, allocation=end.hosts or None, facts=facts)
+    if end.facts is not None and end.facts.node_failed and not verdict.exclude_hosts:
+        down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
+        if down:
+            names = ", ".join(h.name for h in down)
+            verdict = blame(verdict, down, QuarantineReason.SCHEDULER,
+                            f"the scheduler ended the job NODE_FAIL; {names} reported down")
+    if end.unread:
+        verdict = replace(verdict, reason=f"{verdict.reason} (could not read: {'; '.join(end.unread)})")
+    return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said)
+
+
+def judge_host_lost(job_id: str, hosts: Sequence[Host], why: str, *, state: str,
+                    reason: QuarantineReason = QuarantineReason.SCHEDULER) -> JobJudgement:
+    """A job lost with ``hosts`` on a signal from outside its output (the scheduler dropped its lead node, a
+    simulated host powered off): a node loss blaming exactly those hosts."""
+    verdict = blame(_failed(FailureClass.UNKNOWN, why, ()), tuple(hosts), reason, why)
+    return JobJudgement(job_id, verdict, keep_out(verdict), (), state)
+
+
+def lead_left(hosts: Sequence[Host], facts: JobFacts | None) -> str | None:
+    """Why a job still RUNNING is dead: SLURM keeps a ``--no-kill`` job running on its other nodes when
+    the lead (batch) node dies, with no batch script left (seen on the test bed), holding the nodes until
+    the walltime. None while the lead is still one of the job's nodes, or when nobody can tell."""
+    if not hosts or facts is None or facts.state != "RUNNING" or not facts.hosts or hosts[0] in facts.hosts:
+        return None
+    return (f"the job's lead node {hosts[0].name} (its batch script) left the job: the scheduler kept it running "
+            f"on {', '.join(h.name for h in facts.hosts)} only")
+
+
+def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: QuarantineReason, why: str) -> Verdict:
+    """``verdict`` turned into a node loss of ``hosts``, found outside the log (a probe, the scheduler)."""
+    return replace(verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
+                   blamed=tuple(Blame(h, reason.value, ()) for h in hosts),
+                   reason=f"{FailureClass.NODE_LOSS.value}: {why}")
+
+
+def keep_out(verdict: Verdict) -> tuple[tuple[Host, QuarantineReason], ...]:
+    """The verdict's hosts to keep out, each with the quarantine reason its blame carries."""
+    reasons = {b.host: b.reason for b in verdict.blamed}
+    out = []
+    for host in verdict.exclude_hosts:
+        try:
+            why = QuarantineReason.parse(reasons.get(host, "scraped"))
+        except ValueError:
+            why = QuarantineReason.SCRAPED
+        out.append((host, why))
+    return tuple(out)
+
+
+def render_evidence(evidence: Iterable[Evidence], limit: int = 20) -> tuple[str, ...]:
+    """One line per piece of evidence: ``pattern@line host: text`` (text cut at 300 characters)."""
+    return tuple(f"{e.pattern}@{e.line} {e.host_text or ''}: {e.text[:300]}" for e in list(evidence)[:limit])
+
+
+def read_outputs(paths: Iterable[str | Path | None]) -> tuple[bytes, tuple[str, ...]]:
+    """The tails of a job's output files, joined, and a note for each that could not be read."""
+    data, unread = b"", []
+    for path in paths:
+        if not path:
+            continue
+        try:
+            data += read_tail(path)[0] + b"\n"
+        except OSError as exc:
+            unread.append(f"{path} ({exc.strerror})")
+    return data, tuple(unread)
+
+
+class Fault(enum.Enum):
+    """What a failed task's try costs the workflow."""
+
+    #: A node failed under it: retry elsewhere at no cost to the task.
+    NODE = "node"
+    #: The task itself is broken: retrying will fail the same way.
+    USER = "user"
+    #: Anything else: an ordinary retry.
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskJudgement:
+    """How one try of a task failed."""
+
+    fault: Fault
+    keep_out: tuple[tuple[Host, QuarantineReason], ...]
+    reason: str
+
+
+#: A task run under ``hotspare launch`` already judged its failure; its exit code says how.
+_SUPERVISOR_SAYS: Mapping[int, TaskJudgement] = {
+    EXIT_NO_RETRY: TaskJudgement(Fault.USER, (), "the task's supervisor stopped with 'do not retry' (exit 3)"),
+    EXIT_RETRY_ELSEWHERE: TaskJudgement(Fault.NODE, (), "the task's supervisor asked to be retried on other nodes "
+                                        "(exit 93); the hosts it found are in its own quarantine snapshot"),
+}
+
+
+def judge_task(output: bytes, rc: int | None, patterns: PatternSet) -> TaskJudgement:
+    """The judgement on one failed try of a task from what it printed since its last try and its exit status."""
+    said = _SUPERVISOR_SAYS.get(rc) if rc is not None else None
+    if said is not None:
+        return said
+    if not output:
+        return TaskJudgement(Fault.OTHER, (), f"exit {rc}, no output to judge" if rc is not None else "no output")
+    verdict = classify(scan(output, patterns), rc=rc)
+    if verdict.exclude_hosts or verdict.failure_class.excludes_hosts:
+        return TaskJudgement(Fault.NODE, keep_out(verdict), verdict.reason)
+    if verdict.failure_class is FailureClass.USER_ERROR:
+        return TaskJudgement(Fault.USER, (), verdict.reason)
+    return TaskJudgement(Fault.OTHER, (), verdict.reason)
+
+
+def _hook_failure(output: bytes) -> str | None:
+    at = output.rfind(HOOK_FAILED.encode())
+    if at < 0:
+        return None
+    return output[at:].split(b"\n", 1)[0].decode("utf-8", "replace")[:300]
+
+
+def _failed(fclass: FailureClass, why: str, evidence: tuple[Evidence, ...]) -> Verdict:
+    return Verdict(fclass, (), (), (), fclass.retryable, (), f"{fclass.value}: {why}", evidence)
