@@ -111,8 +111,8 @@ def main() -> int:
         done, retries = run(Path(tmp), stages=args.stages, kill_after_stage=args.kill_after_stage)
     print("stages (stage@host):", " ".join(done))
     for r in retries:
-        print(f"retry: task {r['task_id']} try {r['try_id']} scope={r['scope']} kind={r['kind']} "
-              f"parsl_cost={r['parsl_cost']:g} try_s={r['try_s'] or 0:.1f} ({r['reason']})")
+        print(f"retry: task {r.task_id} try {r.try_id} scope={r.scope} fault={r.fault.value} "
+              f"parsl_cost={r.cost:g} try_s={r.try_s or 0:.1f} ({r.reason})")
     return 0
 
 

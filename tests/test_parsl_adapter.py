@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,13 +19,14 @@ from parsl.executors import HighThroughputExecutor
 from parsl.executors.high_throughput.errors import ManagerLost
 from parsl.providers import LocalProvider
 
-from hotspare import Host
+from hotspare import HOOK_EXIT, HOOK_FAILED, SNAPSHOT_NAME, Host, JobEnd, Quarantine, judge_job, load_patterns
 from hotspare.scheduler import parse_qstat_json, parse_scontrol_job
 from hotspare_parsl import (
     FailoverProvider,
     ResubmissionLimit,
     RetryHandler,
     block_error_handler,
+    block_prologue,
     pin_pbs_select,
     retry_handler,
 )
@@ -113,8 +115,12 @@ def _record(tmp_path: Path, out: bytes, task_id: int = 1) -> dict[str, object]:
     stdout = tmp_path / f"t{task_id}.out"
     with stdout.open("ab") as f:
         f.write(out)
-    return {"id": task_id, "kwargs": {"stdout": str(stdout)}, "dfk": SimpleNamespace(config=SimpleNamespace(retries=2)),
-            "executor": "x"}
+    return {"id": task_id, "kwargs": {"stdout": str(stdout)}, "dfk": _dfk(), "executor": "x"}
+
+
+def _dfk(run_id: str = "wf-1") -> SimpleNamespace:
+    return SimpleNamespace(config=SimpleNamespace(retries=2), run_id=run_id,
+                           executors={"x": SimpleNamespace(provider=None)})
 
 
 def test_retry_costs(tmp_path: Path) -> None:
@@ -131,10 +137,20 @@ def test_retry_costs(tmp_path: Path) -> None:
     # The next try of task 3 printed nothing new: the old node line is not read again.
     assert handler(BashExitFailure("train", 1), _record(tmp_path, b"", 3)) == 1.0
     # Task ids restart at 0 in every workflow: another workflow's task 1 has its own node-failure count.
-    other = {**_record(tmp_path, b"", 1), "dfk": SimpleNamespace(config=SimpleNamespace(retries=2), run_id="wf-2")}
+    other = {**_record(tmp_path, b"", 1), "dfk": _dfk("wf-2")}
     assert handler(lost, other) == 0.0
     # `hotspare launch` spent the block's spares and asked to be retried elsewhere (exit 93): a node failure.
     assert handler(BashExitFailure("train", 93), _record(tmp_path, b"", 4)) == 0.0
+
+
+@pytest.mark.parametrize("broken", [{"executor": "no-such-executor"}, {"dfk": SimpleNamespace(run_id="wf")}])
+def test_retry_handler_does_not_swallow_its_own_bugs(tmp_path: Path, broken: dict[str, object]) -> None:
+    """A task record the handler cannot make sense of (an executor the DFK does not have, a DFK without its
+    config) raises: Parsl then fails the task with the handler's exception, visibly. The handler used to
+    swallow AttributeError/KeyError/TypeError and carry on without the provider (issue 9, defect 4)."""
+    record = {**_record(tmp_path, b"srun: error: Node failure on n2\n", 9), **broken}
+    with pytest.raises((KeyError, AttributeError)):
+        RetryHandler()(BashExitFailure("train", 1), record)
 
 
 @parsl.python_app
@@ -192,5 +208,40 @@ def test_pipeline_driver_survives_its_block_by_whole_job_retry(tmp_path: Path) -
     done, retries = parsl_pipeline.run(tmp_path, stages=5, stage_s=0.5, kill_after_stage=2)
     assert [s.split("@")[0] for s in done] == ["1", "2", "3", "4", "5"]
     assert done[:2] == ["1@d1", "2@d1"] and done[-1] == "5@d2"
-    assert [(r["scope"], r["kind"], r["parsl_cost"]) for r in retries] == [("whole_job", "node", 0.0)]
-    assert retries[0]["try_s"] is not None and retries[0]["try_s"] > 0.5
+    assert [(r.scope, r.fault.value, r.cost) for r in retries] == [("whole_job", "node", 0.0)]
+    assert retries[0].try_s is not None and retries[0].try_s > 0.5
+
+
+@pytest.mark.parametrize("python", ["/bin/false", "/nonexistent/python3"])
+def test_a_failing_block_hook_stops_the_block_visibly(tmp_path: Path, python: str) -> None:
+    """The block prologue when its helper fails (hotspare missing on the compute node, an unreadable quarantine
+    snapshot): the block script exits HOOK_EXIT before its work, with the HOOK_FAILED line on stderr, and the
+    core judges it a hook failure, not a node fault. The old ``eval "$(helper)"`` ran the work on every node,
+    quarantined ones included, with no spares (issue 9, defect 2)."""
+    script = block_prologue(python, tmp_path / "wf", 1, "parsl.block-0") + "echo the work ran\n"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == HOOK_EXIT and "work ran" not in done.stdout, (done.stdout, done.stderr)
+    assert HOOK_FAILED in done.stderr
+    judged = judge_job(JobEnd("7", output=done.stderr.encode(), rc=done.returncode), load_patterns())
+    assert judged.hook_failed and not judged.node_lost and "hook failed" in judged.verdict.reason
+    old = 'eval "$(' + python + ' -m hotspare_parsl.block)"\necho the work ran\n'
+    assert "work ran" in subprocess.run(["bash", "-c", old], capture_output=True, text=True, timeout=30,
+                                        check=False).stdout  # what the defect was
+
+
+def test_block_hook_reads_the_snapshot_and_writes_only_its_own_directory(tmp_path: Path) -> None:
+    """The hook leaves quarantined hosts out using the workflow's published snapshot and writes only under
+    blocks/NAME/; with no snapshot it fails (exit 2, one line) rather than run on unchecked nodes."""
+    wf = tmp_path / "wf"
+    owner = Quarantine.open(wf / "ledger.sqlite", snapshot=wf / SNAPSHOT_NAME)
+    env = {"SLURM_JOB_NODELIST": "n[1-4]", "SLURMD_NODENAME": "n1", "PATH": os.environ["PATH"]}
+    hook = [sys.executable, "-m", "hotspare_parsl.block", "--run-dir", str(wf), "--spares", "1", "--job-name", "b0"]
+    missing = subprocess.run(hook, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "quarantine" in missing.stderr
+    owner.add(Host("n2"), "probed", detail="test")
+    before = {p: p.stat().st_mtime_ns for p in wf.iterdir() if p.is_file()}
+    done = subprocess.run(hook, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "export SLURM_NODELIST=n1,n3\n" in done.stdout and "export HOTSPARE_BLOCK_SPARES=n4\n" in done.stdout
+    assert {p: p.stat().st_mtime_ns for p in wf.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in (wf / "blocks").iterdir()) == ["b0"]

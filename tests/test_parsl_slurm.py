@@ -4,6 +4,7 @@ running the synthetic trainer under the hotspare supervisor with the block's spa
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from parsl.providers import SlurmProvider, TorqueProvider
 from hotspare import Host
 from hotspare.errors import EXIT_NO_RETRY
 from hotspare.ledger import Ledger
-from hotspare.quarantine import Quarantine
+from hotspare.quarantine import SNAPSHOT_NAME, Quarantine, read_snapshot
 from hotspare.trainer import fault_free_checksum
 from hotspare_parsl import FailoverProvider, block_error_handler, mpi_launch, retry_handler
 
@@ -72,20 +73,33 @@ def _wait_for(path: Path, text: bytes, timeout_s: float) -> Path:
     raise AssertionError(f"{text!r} never appeared under {path}")
 
 
-@pytest.mark.parametrize("kind", ["slurm", "torque"])
+@pytest.mark.parametrize("kind", ["slurm", "torque", "slurm-readonly"])
 def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch, kind: str) -> None:  # type: ignore[no-untyped-def]
     """A 2-node MPI task in a 2+1 block (SlurmProvider, or TorqueProvider through slurm-wlm-torque's qsub):
     crash the task's second node mid-run; the task's supervisor swaps in the block's spare, resumes from its
-    checkpoint, and the task ends with the fault-free checksum. The crashed node is in the workflow's shared
-    quarantine, with the evidence."""
+    checkpoint, and the task ends with the fault-free checksum. The crashed node reaches the workflow's
+    quarantine from the task's own findings. ``slurm-readonly``: the workflow directory is read-only on every
+    node but for blocks/ and tasks/ (its ledger and quarantine snapshot have one writer, the workflow
+    process, which is what makes them safe on NFS/Lustre across hosts), and the failover works the same."""
+    # slurm-wlm-torque's qsub always hands sbatch `-o <script>.o%A -e <script>.e%A`, relative: the block's
+    # output lands in qsub's cwd (Parsl's `#PBS -o/-e` lines lose to the command line). Not the checkout.
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     # The workers unpickle this module's app by reference: let them import it.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     run_dir, ckpt = tmp_path / "wf", tmp_path / "ckpt"
     out = tmp_path / "task.out"
-    with parsl.load(_config(run_dir, tmp_path / "runinfo", kind=kind)):
+    if kind == "slurm-readonly":
+        for sub in ("blocks", "tasks"):
+            (run_dir / sub).mkdir(parents=True)
+        slurm_bed.read_only(run_dir, (run_dir / "blocks", run_dir / "tasks"))
+        denied = subprocess.run(["srun", "-N1", "-w", "n1", "touch", str(run_dir / "written-by-a-node")],
+                                capture_output=True, text=True, env=slurm_bed.env, timeout=60, check=False)
+        assert denied.returncode != 0 and "Read-only" in denied.stderr, denied.stderr
+    config = _config(run_dir, tmp_path / "runinfo", kind=kind.split("-", maxsplit=1)[0])
+    with parsl.load(config):
         future = train(str(ckpt), STEPS, stdout=str(out), stderr=str(tmp_path / "task.err"),
                        parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
         log = _wait_for(run_dir / "tasks", b"step=10 ", 120)
@@ -100,13 +114,17 @@ def test_node_crash_mid_task_is_repaired_with_the_block_spare(slurm_bed, tmp_pat
     ledger = Ledger.open(task_run)
     attempts = ledger.attempts()
     ledger.close()
-    shared = Quarantine.open(run_dir / "ledger.sqlite").entries()
-    assert [e.host.name for e in shared] == [victim]
+    provider = config.executors[0].provider
+    provider.fold_findings()  # what every status poll and the next submit do
+    assert [e.host.name for e in provider.quarantine.entries()] == [victim]
+    assert [e.host.name for e in read_snapshot(run_dir / SNAPSHOT_NAME)] == [victim]
+    provider.close()
     # The spare the task swapped in is claimed for it in the block's claims directory.
     (spare,) = set(attempts[-1].hosts) - set(attempts[0].hosts)
-    assert [(c.name, c.read_text()) for c in run_dir.glob("blocks/*.claims/*")] == [(spare, str(task_run))]
+    assert [(c.name, c.read_text()) for c in run_dir.glob("blocks/*/claims/*")] == [(spare, str(task_run))]
     # TorqueProvider writes <job>.submit scripts and hands them to qsub; SlurmProvider's go to sbatch.
     assert bool(list((tmp_path / "runinfo").rglob("*.submit"))) == (kind == "torque")
+    assert bool(list(tmp_path.glob("parsl.*.submit.e*"))) == (kind == "torque")  # qsub's cwd, see above
     assert victim not in attempts[-1].hosts
     assert f"checksum={fault_free_checksum(STEPS)}" in Path(attempts[-1].log_path).read_text().split()
 
@@ -235,7 +253,7 @@ def test_pipeline_driver_survives_its_node_on_the_bed(slurm_bed, tmp_path: Path,
                                        kill=crash_driver_node, timeout_s=240)
     assert [s.split("@")[0] for s in done] == ["1", "2", "3", "4", "5"]
     assert done[:2] == [f"1@{crashed[0]}", f"2@{crashed[0]}"] and not done[-1].endswith(f"@{crashed[0]}")
-    assert [(r["scope"], r["parsl_cost"]) for r in retries] == [("whole_job", 0.0)]
+    assert [(r.scope, r.cost) for r in retries] == [("whole_job", 0.0)]
     entries = Quarantine.open(tmp_path / "hotspare" / "ledger.sqlite").entries()
     assert [e.host.name for e in entries] == [crashed[0]]
 
@@ -259,6 +277,31 @@ def test_expired_quarantine_is_readmitted_only_after_a_passing_probe(slurm_bed, 
         assert [e.host.name for e in provider.quarantine.entries()] == ["n4"]
         (script,) = [p.read_text() for p in scripts.iterdir() if p.suffix not in (".stdout", ".stderr")]
         assert "#SBATCH --exclude=n4\n" in script
+    finally:
+        provider.cancel(jobs)
+        provider.close()
+
+
+def test_a_block_whose_hook_fails_is_failed_with_the_reason(slurm_bed, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The block's hotspare hook cannot run on the compute node (here: the Python it names does not exist, as
+    when hotspare is not installed there): the block stops before its work instead of running on every node
+    with no spares, and the provider reports it FAILED with the reason, which the workflow's record keeps."""
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    monkeypatch.chdir(tmp_path)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    inner = SlurmProvider(nodes_per_block=1, walltime="00:05:00", exclusive=False)
+    inner.script_dir = str(scripts)
+    provider = FailoverProvider(inner, spares_per_block=1, run_dir=tmp_path / "wf", python="/nonexistent/python3")
+    ran = tmp_path / "the-work-ran"
+    jobs = [provider.submit(f"touch {ran}; sleep 60", 1)]
+    try:
+        status = _until(lambda: next((s for s in provider.status(jobs) if s.terminal), None), "the block to end", 60)
+        assert status.state == JobState.FAILED and "hook failed" in (status.message or ""), status.message
+        assert not ran.exists() and not provider.node_lost(jobs[0])
+        (row,) = provider.record.jobs()
+        assert row.verdict is not None and "hook failed" in row.verdict and row.failure_class == "user_error"
     finally:
         provider.cancel(jobs)
         provider.close()

@@ -3,8 +3,13 @@
 ``pip install hotspare[parsl]``; see the README's Parsl section for the one-line config change.
 """
 
+try:
+    import parsl  # noqa: F401 -- only to say which extra is missing
+except ImportError as exc:  # pragma: no cover - exercised in a venv without Parsl
+    raise ImportError("hotspare_parsl needs Parsl: pip install 'hotspare[parsl]'") from exc
+
 from hotspare_parsl.mpi import mpi_launch
-from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit, pin_pbs_select
+from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit, block_prologue, pin_pbs_select
 from hotspare_parsl.retry import RetryHandler, block_error_handler, retry_handler
 
 __all__ = [
@@ -12,6 +17,7 @@ __all__ = [
     "ResubmissionLimit",
     "RetryHandler",
     "block_error_handler",
+    "block_prologue",
     "mpi_launch",
     "pin_pbs_select",
     "retry_handler",

@@ -21,13 +21,17 @@ What it adds to the wrapped provider (``inner``):
 * **bounded resubmission**: at most ``max_submits`` blocks per ``window_s`` seconds; beyond that
   ``submit`` raises, so a broken site cannot turn into thousands of jobs.
 
-The quarantine lives in ``run_dir/ledger.sqlite`` and is shared by every block, executor and task
-supervisor of the workflow (:class:`hotspare.quarantine.Quarantine`).
+**One writer per shared file** (:mod:`hotspare.quarantine`): the provider, in the workflow process,
+owns ``run_dir/ledger.sqlite`` (the quarantine, each block's record, each failed try) and publishes
+``run_dir/quarantine.json`` after every change. Block hooks and task supervisors on compute nodes only
+read that snapshot; each writes only its own ``run_dir/blocks/NAME/`` or ``run_dir/tasks/TASK/``, and
+the provider folds what the task supervisors found (their own ``quarantine.json``) into the workflow's
+quarantine at each status poll. Spare claims (``blocks/NAME/claims/``) are ``O_EXCL`` creates, atomic
+on NFSv3+ and Lustre.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shlex
@@ -36,53 +40,51 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from parsl.jobs.states import JobState, JobStatus
 from parsl.providers.base import ExecutionProvider
 
-from hotspare import FailureClass, Host, Verdict, classify, load_patterns, scan
-from hotspare.classify import Blame, SchedulerFacts
-from hotspare.errors import HotspareError
-from hotspare.ledger import LEDGER_NAME, Ledger
-from hotspare.probe import probe_hosts
-from hotspare.quarantine import Quarantine
-from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
+from hotspare import (
+    HOOK_EXIT,
+    HOOK_FAILED,
+    SNAPSHOT_NAME,
+    Host,
+    HotspareError,
+    JobEnd,
+    JobJudgement,
+    Ledger,
+    PatternSet,
+    Quarantine,
+    QuarantineReason,
+    RetryRow,
+    SchedulerQuery,
+    WorkflowRecord,
+    judge_host_lost,
+    judge_job,
+    lead_left,
+    load_patterns,
+    probe_hosts,
+    read_outputs,
+    unhealthy,
+)
 
 log = logging.getLogger(__name__)
-
-_BLOCKS_TABLE = """
-CREATE TABLE IF NOT EXISTS parsl_blocks (
-    job_id TEXT PRIMARY KEY, job_name TEXT, submitted_s REAL NOT NULL, ended_s REAL,
-    hosts TEXT NOT NULL DEFAULT '[]', excluded TEXT NOT NULL DEFAULT '[]', scheduler_state TEXT,
-    failure_class TEXT, verdict TEXT, evidence TEXT NOT NULL DEFAULT '[]'
-)
-"""
-
-_RETRIES_TABLE = """
-CREATE TABLE IF NOT EXISTS parsl_retries (
-    task_id INTEGER, try_id INTEGER, at_s REAL NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL,
-    parsl_cost REAL NOT NULL, try_s REAL, reason TEXT NOT NULL
-)
-"""
-
-#: Read at most this much of a block's stdout/stderr when judging it (the end matters most).
-_TAIL_BYTES = 8 << 20
 
 
 class ResubmissionLimit(HotspareError):
     """More blocks were asked for in the window than the provider allows."""
 
 
-def _kind(inner: ExecutionProvider) -> str:
+def _kind(inner: ExecutionProvider) -> str | None:
     name = type(inner).__name__
     if "Slurm" in name:
         return "slurm"
     if "PBS" in name or "Torque" in name:
         return "pbs"
-    return "local"
+    return None
 
 
 def pin_pbs_select(template: str, hosts: Sequence[str]) -> str:
@@ -101,6 +103,22 @@ def pin_pbs_select(template: str, hosts: Sequence[str]) -> str:
     return template[: match.start()] + match.group(1) + select + match.group(3) + template[match.end():]
 
 
+def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> str:
+    """The lines put before a block's ``worker_init``: split the nodes, or stop the block, visibly.
+
+    ``eval "$(helper)"`` alone would run the block on every node — quarantined ones included, with no
+    spares — when the helper fails (``eval`` of nothing succeeds): the block exits ``HOOK_EXIT`` with
+    a ``HOOK_FAILED`` line on its stderr instead, which the provider reads when it judges the block.
+    """
+    argv = [python, "-m", "hotspare_parsl.block", "--run-dir", str(run_dir), "--spares", str(spares),
+            "--job-name", job_name]
+    helper = " ".join(shlex.quote(a) for a in argv)
+    failed = shlex.quote(f"{HOOK_FAILED}: python -m hotspare_parsl.block exited")
+    return (f"hotspare_env=$({helper}) || {{ echo {failed} \"$?\" '(see above); the block stops rather than run "
+            f"on unchecked nodes' >&2; exit {HOOK_EXIT}; }}\n"
+            'eval "$hotspare_env"\n')
+
+
 @dataclass
 class _Block:
     job_id: str
@@ -108,10 +126,17 @@ class _Block:
     stdout: str | None = None
     stderr: str | None = None
     hosts: tuple[Host, ...] = ()
-    verdict: Verdict | None = None
-    facts: JobFacts | None = None
-    judged: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    judgement: JobJudgement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What one status poll decided for one block; carried out by :meth:`FailoverProvider._act`."""
+
+    block: _Block
+    hosts: tuple[Host, ...] = ()
+    judgement: JobJudgement | None = None
+    cancel: bool = False
 
 
 class FailoverProvider(ExecutionProvider):
@@ -143,21 +168,21 @@ class FailoverProvider(ExecutionProvider):
         self.quarantine_ttl_s = quarantine_ttl_s
         self.probe_timeout_s = probe_timeout_s
         self._kind = _kind(inner)
-        self._query = query or SchedulerQuery(self._kind if self._kind != "local" else None, None)
+        self._query = query or SchedulerQuery(self._kind, None)
         self._python = python
         self._lock = threading.Lock()
         self._submits: deque[float] = deque()
         self._blocks: dict[str, _Block] = {}
-        self._patterns = load_patterns()
-        self._ledger = Ledger.open(self.run_dir)  # the workflow's ledger: blocks and the shared quarantine
-        self._db = self._ledger.connection
-        self._db.execute(_BLOCKS_TABLE)
-        self._db.execute(_RETRIES_TABLE)
-        self.quarantine = Quarantine.attach(self._db)
+        self._patterns: PatternSet = load_patterns()
+        #: The workflow's ledger: blocks, retries and the quarantine, written by this process only.
+        self._ledger = Ledger.open(self.run_dir)
+        self.record = WorkflowRecord(self._ledger)
+        self.quarantine = Quarantine.attach(self._ledger.connection, snapshot=self.run_dir / SNAPSHOT_NAME)
+        self._findings: dict[Path, int] = {}
         #: LocalProvider only: each block stands for one of these hosts (demos, tests, laptops). A block
         #: whose process group is killed from outside is that host powering off.
         self.simulated_hosts = tuple(Host(h) for h in simulated_hosts)
-        if self.simulated_hosts and self._kind != "local":
+        if self.simulated_hosts and self._kind is not None:
             raise ValueError("simulated_hosts is for LocalProvider: a batch scheduler names the real hosts")
         self._cancelled: set[str] = set()
 
@@ -191,6 +216,25 @@ class FailoverProvider(ExecutionProvider):
     # -- submit ------------------------------------------------------------------------------
     def submit(self, command: str, tasks_per_node: int, job_name: str = "parsl.failover") -> object:
         """Submit one block through ``inner``: spares added, quarantined hosts kept out."""
+        self._count_submit()
+        for sub in ("blocks", "tasks"):
+            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.fold_findings()
+        self._readmit_due()
+        self.quarantine.publish()  # the block's hook reads it: it must exist before the block starts
+        bad = sorted(self.quarantine.hosts())
+        name = f"{job_name}.{time.time():.6f}"
+        simulated = self._pick_simulated() if self.simulated_hosts else None
+        job_id = self._submit_inner(command, tasks_per_node, job_name, name=name, bad=bad, simulated=simulated)
+        record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
+        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"),
+                       hosts=(simulated,) if simulated is not None else ())
+        with self._lock:
+            self._blocks[str(job_id)] = block
+        self.record.submitted(str(job_id), name, time.time(), bad)
+        return job_id
+
+    def _count_submit(self) -> None:
         now = time.monotonic()
         with self._lock:
             while self._submits and now - self._submits[0] > self.window_s:
@@ -198,43 +242,41 @@ class FailoverProvider(ExecutionProvider):
             if len(self._submits) >= self.max_submits:
                 raise ResubmissionLimit(
                     f"{len(self._submits)} blocks submitted in the last {self.window_s:g} s (max_submits="
-                    f"{self.max_submits}): not submitting more; see {self.run_dir / LEDGER_NAME} for why blocks ended")
+                    f"{self.max_submits}): not submitting more; see {self._ledger.path} for why blocks ended")
             self._submits.append(now)
-        self._readmit_due()
-        bad = sorted(h.raw for h in self.quarantine.hosts())
-        saved = {k: getattr(self.inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
-                                                     "template_string") if k in vars(self.inner)}
-        name = f"{job_name}.{time.time():.6f}"
-        simulated = self._pick_simulated() if self.simulated_hosts else None
+
+    def _submit_inner(self, command: str, tasks_per_node: int, job_name: str, *, name: str, bad: list[Host],
+                      simulated: Host | None) -> Any:
+        """``inner.submit`` with this block's settings, the inner provider's own restored afterwards."""
+        # The settings below exist only on some providers (checked with vars()): typed loosely on purpose.
+        inner: Any = self.inner
+        saved = {k: getattr(inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
+                                                     "template_string") if k in vars(inner)}
         try:
             if simulated is not None and "worker_init" in saved:
-                self.inner.worker_init = f"export HOTSPARE_HOST={shlex.quote(simulated.raw)}\n" + saved["worker_init"]
-            self.inner.nodes_per_block = saved["nodes_per_block"] + self.spares_per_block
-            if "worker_init" in saved and self._kind != "local":
-                self.inner.worker_init = self._block_init(name) + saved["worker_init"]
+                inner.worker_init = f"export HOTSPARE_HOST={shlex.quote(simulated.raw)}\n" + saved["worker_init"]
+            inner.nodes_per_block = saved["nodes_per_block"] + self.spares_per_block
+            if "worker_init" in saved and self._kind is not None:
+                inner.worker_init = block_prologue(self._python or sys.executable, self.run_dir,
+                                                        self.spares_per_block, name) + saved["worker_init"]
             if self._kind == "slurm" and "scheduler_options" in saved:
-                extra = "#SBATCH --no-requeue\n"
-                if self.spares_per_block:
-                    extra += "#SBATCH --no-kill\n"  # a lost node is the block's spare's job, not the block's end
-                if bad:
-                    extra += f"#SBATCH --exclude={','.join(bad)}\n"
-                self.inner.scheduler_options = saved["scheduler_options"] + extra
+                inner.scheduler_options = saved["scheduler_options"] + self._slurm_options(bad)
             if self._kind == "pbs" and bad and "template_string" in saved:
-                good = self._known_good(self.inner.nodes_per_block)
+                good = self._known_good(inner.nodes_per_block)
                 if good:
-                    self.inner.template_string = pin_pbs_select(saved["template_string"], good)
-            job_id = self.inner.submit(command, tasks_per_node, job_name=job_name)
+                    inner.template_string = pin_pbs_select(saved["template_string"], good)
+            return inner.submit(command, tasks_per_node, job_name=job_name)
         finally:
             for key, value in saved.items():
-                setattr(self.inner, key, value)
-        record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
-        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"),
-                       hosts=(simulated,) if simulated is not None else ())
-        with self._lock:
-            self._blocks[str(job_id)] = block
-        self._db.execute("INSERT OR REPLACE INTO parsl_blocks (job_id, job_name, submitted_s, excluded)"
-                         " VALUES (?, ?, ?, ?)", (str(job_id), name, time.time(), json.dumps(bad)))
-        return job_id
+                setattr(inner, key, value)
+
+    def _slurm_options(self, bad: list[Host]) -> str:
+        extra = "#SBATCH --no-requeue\n"
+        if self.spares_per_block:
+            extra += "#SBATCH --no-kill\n"  # a lost node is the block's spare's job, not the block's end
+        if bad:
+            extra += f"#SBATCH --exclude={','.join(h.raw for h in bad)}\n"
+        return extra
 
     def _readmit_due(self) -> None:
         """Quarantined hosts whose expiry passed come back only after a passing probe.
@@ -258,18 +300,12 @@ class FailoverProvider(ExecutionProvider):
         """A simulated host for the next block: not quarantined, not held by a live block."""
         bad = self.quarantine.hosts()
         with self._lock:
-            busy = {b.hosts[0] for b in self._blocks.values() if b.hosts and not b.judged}
+            busy = {b.hosts[0] for b in self._blocks.values() if b.hosts and b.judgement is None}
         free = [h for h in self.simulated_hosts if h not in bad and h not in busy]
         if not free:
             raise HotspareError(f"no simulated host left for a block: {len(bad)} quarantined, {len(busy)} in use "
                                 f"of {len(self.simulated_hosts)}")
         return free[0]
-
-    def _block_init(self, name: str) -> str:
-        python = self._python or sys.executable
-        argv = [python, "-m", "hotspare_parsl.block", "--run-dir", str(self.run_dir),
-                "--spares", str(self.spares_per_block), "--job-name", name]
-        return f'eval "$({" ".join(shlex.quote(a) for a in argv)})"\n'
 
     def _known_good(self, count: int) -> list[str]:
         """Hosts earlier blocks ran on that are not quarantined (PBS host pinning), newest first."""
@@ -282,153 +318,139 @@ class FailoverProvider(ExecutionProvider):
         good = [h.raw for h in seen]
         return good[:count] if len(good) >= count else []
 
-    # -- status ------------------------------------------------------------------------------
+    # -- status: read, decide, then act in one step ------------------------------------------
     def status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
         """The inner provider's statuses, as fresh objects; node-loss blocks FAILED with the reason."""
         answers = self.inner.status(job_ids)
-        out: list[JobStatus] = []
-        for job_id, answer in zip(job_ids, answers, strict=True):
-            block = self._blocks.get(str(job_id))
-            if block is not None:
-                if not block.hosts and answer.state == JobState.RUNNING:
-                    self._learn_hosts(block)
-                if answer.state == JobState.RUNNING and not block.judged and self._kind == "slurm":
-                    self._check_lead(block)
-                if answer.terminal and not block.judged:
-                    self._judge(block, answer)
-                if block.verdict is not None and block.verdict.failure_class is not FailureClass.SUCCESS \
-                        and block.verdict.exclude_hosts:
-                    out.append(JobStatus(JobState.FAILED, f"hotspare: {block.verdict.reason}",
-                                         block.facts.exit_code if block.facts else answer.exit_code,
-                                         answer.stdout_path, answer.stderr_path))
-                    continue
-            out.append(JobStatus(answer.state, answer.message, answer.exit_code, answer.stdout_path,
-                                 answer.stderr_path))
-        return out
+        steps = [self._look(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
+        self._act([s for s in steps if s is not None])
+        return [self._report(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
 
-    def record_retry(self, task_record: Any, *, scope: str, kind: str, cost: float, reason: str) -> None:
-        """Write down one failed try: ``scope`` ``whole_job`` (its block was lost and is re-provisioned) or
-        ``task`` (rerun in a live block), the Parsl cost charged, and ``try_s``: seconds from the try's launch to
-        its failure (queue wait for a block included), the work a rerun may have to repeat."""
-        launched = task_record.get("try_time_launched")
-        now = time.time()
-        try_s = now - launched.timestamp() if launched is not None else None
-        self._db.execute("INSERT INTO parsl_retries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (task_record.get("id"), task_record.get("try_id"), now, scope, kind, cost, try_s,
-                          reason[:500]))
+    def _look(self, block: _Block | None, answer: JobStatus) -> _Step | None:
+        """What to do about one block (reads the scheduler and the block's files; changes nothing)."""
+        if block is None or block.judgement is not None:
+            return None
+        hosts = block.hosts or (self._hosts_of(block) if answer.state == JobState.RUNNING or answer.terminal else ())
+        if answer.state == JobState.RUNNING and self._kind == "slurm" and hosts:
+            facts = self._query.job_facts(block.job_id)
+            why = lead_left(hosts, facts)
+            if why is not None:
+                judged = judge_host_lost(block.job_id, hosts[:1], f"{why}; the block is cancelled",
+                                         state=facts.state if facts else "RUNNING")
+                return _Step(block, hosts, judged, cancel=True)
+        if answer.terminal:
+            return _Step(block, hosts, self._judge(block, hosts, answer))
+        return _Step(block, hosts) if hosts != block.hosts else None
 
-    def retries(self) -> list[dict[str, Any]]:
+    def _judge(self, block: _Block, hosts: tuple[Host, ...], answer: JobStatus) -> JobJudgement:
+        if self.simulated_hosts and answer.state == JobState.CANCELLED and block.job_id not in self._cancelled:
+            return judge_host_lost(block.job_id, block.hosts, "the block's process group was killed from outside: "
+                                   f"simulated host {block.hosts[0].name} powered off", state=answer.state.name)
+        facts = self._query.job_facts(block.job_id) if self._query.kind else None
+        if facts is None and self._query.kind:
+            log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",
+                        block.job_id, self._query.kind)
+        hosts = hosts or (facts.hosts if facts else ())
+        states = self._query.node_states(hosts) if hosts and self._query.kind else {}
+        output, unread = read_outputs([block.stdout or answer.stdout_path, block.stderr or answer.stderr_path])
+        for problem in unread:
+            log.warning("hotspare: block %s: cannot read %s; judged without it", block.job_id, problem)
+        end = JobEnd(block.job_id, hosts, facts, states, output, answer.exit_code, unread)
+        return judge_job(end, self._patterns, state=answer.state.name)
+
+    def _hosts_of(self, block: _Block) -> tuple[Host, ...]:
+        """The block's hosts, lead (batch) node first: from the record its hook wrote when it started, else from
+        the scheduler (which drops nodes a ``--no-kill`` job lost, so it is the second choice)."""
+        from hotspare_parsl.block import read_record  # noqa: PLC0415 -- one module owns the record format
+
+        hosts = read_record(self.run_dir, block.job_name)
+        if not hosts and self._query.kind:
+            facts = self._query.job_facts(block.job_id)
+            hosts = facts.hosts if facts is not None else ()
+        return hosts
+
+    def _act(self, steps: Sequence[_Step]) -> None:
+        """Carry out what the poll decided: cancel dead blocks, quarantine with evidence, record; then take in
+        what the task supervisors found."""
+        for step in steps:
+            if step.hosts and step.hosts != step.block.hosts:
+                step.block.hosts = step.hosts
+                self.record.hosts_learned(step.block.job_id, step.hosts)
+            if step.cancel:
+                self.inner.cancel([step.block.job_id])
+            if step.judgement is not None:
+                self._conclude(step.block, step.judgement)
+        self.fold_findings()
+
+    def _conclude(self, block: _Block, judgement: JobJudgement) -> None:
+        block.judgement = judgement
+        for host, reason in judgement.keep_out:
+            self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s,
+                                detail=f"block {block.job_id}: {judgement.verdict.reason}")
+        self.record.ended(judgement, time.time())
+
+    def _report(self, block: _Block | None, answer: JobStatus) -> JobStatus:
+        """A fresh status (HTEX rewrites them in place): FAILED with the reason for a block lost to a node."""
+        judged = block.judgement if block is not None else None
+        if judged is not None and (judged.node_lost or judged.hook_failed):
+            code = judged.exit_code if judged.exit_code is not None else answer.exit_code
+            return JobStatus(JobState.FAILED, f"hotspare: {judged.verdict.reason}", code, answer.stdout_path,
+                             answer.stderr_path)
+        return JobStatus(answer.state, answer.message, answer.exit_code, answer.stdout_path, answer.stderr_path)
+
+    def fold_findings(self) -> None:
+        """Take into the workflow's quarantine what each task supervisor published in its run directory."""
+        changed = []
+        for snap in (self.run_dir / "tasks").glob(f"*/{SNAPSHOT_NAME}"):
+            try:
+                mtime = snap.stat().st_mtime_ns
+            except OSError:
+                continue
+            if self._findings.get(snap) != mtime:
+                self._findings[snap] = mtime
+                changed.append(snap)
+        if not changed:
+            return
+        added, problems = self.quarantine.fold(changed)
+        for entry in added:
+            log.warning("hotspare: %s quarantined by a task (%s): %s", entry.host.name, entry.reason, entry.detail)
+        for problem in problems:
+            log.warning("hotspare: a task's findings could not be read: %s", problem)
+
+    # -- what the retry handler and the block error handler ask --------------------------------
+    def record_retry(self, row: RetryRow) -> None:
+        """Write down one failed try (see :class:`hotspare.RetryRow`)."""
+        self.record.retried(row)
+
+    def retries(self) -> list[RetryRow]:
         """Every failed try recorded by the retry handler, oldest first."""
-        cursor = self._db.execute("SELECT * FROM parsl_retries ORDER BY rowid")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return self.record.retries()
 
     def node_lost(self, job_id: object) -> bool:
         """Whether the block ``job_id`` ended because of a node fault (see :func:`block_error_handler`)."""
         block = self._blocks.get(str(job_id))
-        return bool(block and block.verdict and block.verdict.exclude_hosts)
+        return bool(block and block.judgement and block.judgement.node_lost)
 
     def block_hosts(self, job_id: object) -> tuple[Host, ...]:
         """The hosts block ``job_id`` got (empty until learned)."""
         block = self._blocks.get(str(job_id))
-        if block is not None and not block.hosts:
-            self._learn_hosts(block)
-        return block.hosts if block else ()
+        if block is None:
+            return ()
+        if not block.hosts:
+            hosts = self._hosts_of(block)
+            if hosts:
+                self._act([_Step(block, hosts)])
+        return block.hosts
 
     def unhealthy(self, hosts: Sequence[Host]) -> tuple[Host, ...]:
         """The hosts the scheduler reports down or not responding now (none when it cannot be asked)."""
         states = self._query.node_states(hosts) if self._query.kind else {}
         return tuple(h for h, state in states.items() if unhealthy(state))
 
-    def _learn_hosts(self, block: _Block) -> None:
-        """The block's hosts, lead (batch) node first: from the record its job wrote when it started, else
-        from the scheduler (which drops nodes a ``--no-kill`` job lost, so it is the second choice)."""
-        record = self.run_dir / "blocks" / f"{block.job_name}.json"
-        hosts: tuple[Host, ...] = ()
-        if record.exists():
-            try:
-                hosts = tuple(Host(h) for h in json.loads(record.read_text())["hosts"])
-            except (OSError, ValueError, KeyError, HotspareError) as exc:
-                log.warning("hotspare: block %s: cannot read its host record %s (%s)", block.job_id, record, exc)
-        if not hosts:
-            facts = self._query.job_facts(block.job_id) if self._query.kind else None
-            hosts = facts.hosts if facts is not None else ()
-        if hosts:
-            block.hosts = hosts
-            self._db.execute("UPDATE parsl_blocks SET hosts = ? WHERE job_id = ?",
-                             (json.dumps([h.raw for h in hosts]), block.job_id))
-
-    def _check_lead(self, block: _Block) -> None:
-        """A ``--no-kill`` SLURM job whose lead node died keeps running on the others with no batch script,
-        Parsl manager or task left (seen on the test bed): the block is dead but holds its nodes until the
-        walltime. When the scheduler has dropped the lead from the job's nodes, cancel the block and judge
-        it a node loss of the lead."""
-        if not block.hosts:
-            return
-        facts = self._query.job_facts(block.job_id)
-        lead = block.hosts[0]
-        if facts is None or facts.state != "RUNNING" or not facts.hosts or lead in facts.hosts:
-            return
-        why = (f"the block's lead node {lead.name} (its batch script and Parsl manager) left the job: SLURM kept "
-               f"it running on {', '.join(h.name for h in facts.hosts)} only; cancelled")
-        block.judged = True
-        block.facts = facts
-        self.inner.cancel([block.job_id])
-        self._conclude(block, _blame(_unknown(), (lead,), why), facts.state, [])
-
-    def _judge(self, block: _Block, answer: JobStatus) -> None:
-        block.judged = True
-        if self.simulated_hosts and answer.state == JobState.CANCELLED and block.job_id not in self._cancelled:
-            why = (f"the block's process group was killed from outside: simulated host {block.hosts[0].name} "
-                   "powered off")
-            self._conclude(block, _blame(_unknown(), block.hosts, why), answer.state.name, [])
-            return
-        facts = self._query.job_facts(block.job_id) if self._query.kind else None
-        if facts is None and self._query.kind:
-            log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",
-                        block.job_id, self._query.kind)
-        block.facts = facts
-        if not block.hosts:
-            self._learn_hosts(block)
-        hosts = block.hosts or (facts.hosts if facts else ())
-        states = self._query.node_states(hosts) if hosts and self._query.kind else {}
-        result = scan(self._tails(block, answer), self._patterns)
-        scheduler = SchedulerFacts(job_state=facts.state if facts else None, node_states=dict(states))
-        rc = facts.exit_code if facts and facts.exit_code is not None else answer.exit_code
-        verdict = classify(result, rc=rc, allocation=hosts or None, facts=scheduler)
-        if facts is not None and facts.node_failed and not verdict.exclude_hosts:
-            down = tuple(h for h in hosts if unhealthy(states.get(h, "")))
-            if down:
-                names = ", ".join(h.name for h in down)
-                verdict = _blame(verdict, down, f"the scheduler ended the block NODE_FAIL; {names} reported down")
-        evidence = [f"{e.pattern}@{e.line} {e.host_text or ''}: {e.text[:300]}" for e in result.evidence[:20]]
-        self._conclude(block, verdict, facts.state if facts else answer.state.name, evidence)
-
-    def _conclude(self, block: _Block, verdict: Verdict, state: str, evidence: list[str]) -> None:
-        """Record the block's verdict; quarantine the hosts it blames (evidence in the ledger)."""
-        block.verdict = verdict
-        for host in verdict.exclude_hosts:
-            self.quarantine.add(host, _reason(verdict, host), ttl_s=self.quarantine_ttl_s,
-                                detail=f"block {block.job_id}: {verdict.reason}")
-        self._db.execute("UPDATE parsl_blocks SET ended_s = ?, scheduler_state = ?, failure_class = ?, verdict = ?,"
-                         " evidence = ? WHERE job_id = ?",
-                         (time.time(), state, verdict.failure_class.value, verdict.reason, json.dumps(evidence),
-                          block.job_id))
-
-    def _tails(self, block: _Block, answer: JobStatus) -> bytes:
-        data = b""
-        for path in (block.stdout or answer.stdout_path, block.stderr or answer.stderr_path):
-            if not path:
-                continue
-            try:
-                with open(path, "rb") as f:
-                    f.seek(0, 2)
-                    size = f.tell()
-                    f.seek(max(0, size - _TAIL_BYTES))
-                    data += f.read() + b"\n"
-            except OSError as exc:
-                log.warning("hotspare: block %s: cannot read %s (%s); judged without it", block.job_id, path, exc)
-        return data
+    def keep_out(self, hosts: Sequence[tuple[Host, QuarantineReason]], detail: str) -> None:
+        """Quarantine ``hosts`` (the retry handler's findings), each with its reason."""
+        for host, reason in hosts:
+            self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
 
     # -- cancel ------------------------------------------------------------------------------
     def cancel(self, job_ids: Sequence[object]) -> Sequence[bool]:
@@ -438,16 +460,3 @@ class FailoverProvider(ExecutionProvider):
     def close(self) -> None:
         """Close the ledger connection (the DFK does not call this; tests and scripts may)."""
         self._ledger.close()
-
-
-def _reason(verdict: Verdict, host: Host) -> str:
-    return next((b.reason for b in verdict.blamed if b.host == host), "scraped")
-
-
-def _unknown() -> Verdict:
-    return classify((), rc=1)  # a failure with no evidence: what the blame is added to
-
-
-def _blame(verdict: Verdict, hosts: tuple[Host, ...], why: str) -> Verdict:
-    return replace(verdict, failure_class=FailureClass.NODE_LOSS, retryable=True,
-                   blamed=tuple(Blame(h, "scheduler", ()) for h in hosts), exclude_hosts=hosts, reason=why)

@@ -21,10 +21,10 @@ what was written since the previous failure it looked at.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,22 +32,21 @@ from parsl.executors.high_throughput.errors import ManagerLost, WorkerLost
 from parsl.jobs.error_handlers import simple_error_handler
 from parsl.jobs.states import JobStatus
 
-from hotspare import FailureClass, Host, classify, load_patterns, scan
-from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE, HotspareError
+from hotspare import (
+    Fault,
+    Host,
+    HostError,
+    QuarantineReason,
+    RetryRow,
+    RetryScope,
+    TaskJudgement,
+    judge_task,
+    load_patterns,
+    read_tail,
+)
 from hotspare_parsl.provider import FailoverProvider
 
 log = logging.getLogger(__name__)
-
-_MAX_READ = 8 << 20
-
-
-#: What a task run under `hotspare launch` (see :func:`mpi_launch`) already decided, by its exit code.
-_SUPERVISOR_SAYS: dict[int, tuple[str, str]] = {
-    # It judged the failure itself (user error, OOM, its budgets spent): trust it.
-    EXIT_NO_RETRY: ("user", "the task's supervisor stopped with 'do not retry' (exit 3)"),
-    # It spent the block's spares; the hosts are already in the shared quarantine.
-    EXIT_RETRY_ELSEWHERE: ("node", "the task's supervisor asked to be retried on other nodes (exit 93)"),
-}
 
 
 class RetryHandler:
@@ -64,51 +63,46 @@ class RetryHandler:
         self._patterns = load_patterns()
 
     def __call__(self, exception: BaseException, task_record: Mapping[str, Any]) -> float:
-        retries = _retries(task_record)
+        dfk = task_record.get("dfk")
+        retries = int(dfk.config.retries) if dfk is not None else 0
         with self._lock:
-            key = (getattr(task_record.get("dfk"), "run_id", None), int(task_record.get("id", -1)))
+            key = (getattr(dfk, "run_id", None), int(task_record["id"]))
             state = self._seen.setdefault(key, {"node": 0, "offsets": {}})
-        provider = _provider(task_record)
-        kind, hosts, why = self._judge(exception, task_record, state, provider)
+        provider = _provider(dfk, task_record)
+        judged = self._judge(exception, task_record, state, provider)
         cost = 1.0
-        if kind == "node":
+        if judged.fault is Fault.NODE:
             state["node"] += 1
-            if provider is not None:
-                for host in hosts:
-                    reason = "scheduler" if isinstance(exception, ManagerLost) else "scraped"
-                    provider.quarantine.add(host, reason, ttl_s=provider.quarantine_ttl_s,
-                                            detail=f"task {task_record.get('id')}: {why}")
             cost = 0.0 if state["node"] <= self.node_failures else 1.0
-        elif kind == "user":
+        elif judged.fault is Fault.USER:
             cost = float(retries + 1)
         if provider is not None:
-            # A lost manager means the task's whole block is gone: the rerun waits for a new block (a
-            # whole-job retry); anything else reruns in a live block (a task retry).
-            scope = "whole_job" if isinstance(exception, ManagerLost) else "task"
-            provider.record_retry(task_record, scope=scope, kind=kind, cost=cost, reason=why)
+            self._record(provider, exception, task_record, judged, cost)
         return cost
 
+    def _record(self, provider: FailoverProvider, exc: BaseException, task_record: Mapping[str, Any],
+                judged: TaskJudgement, cost: float) -> None:
+        provider.keep_out(judged.keep_out, f"task {task_record['id']}: {judged.reason}")
+        provider.fold_findings()  # a task's supervisor that gave up (93) published what it found
+        launched = task_record.get("try_time_launched")
+        now = time.time()
+        # A lost manager means the task's whole block is gone: the rerun waits for a new block (a whole-job
+        # retry); anything else reruns in a live block (a task retry).
+        scope = RetryScope.WHOLE_JOB if isinstance(exc, ManagerLost) else RetryScope.TASK
+        provider.record_retry(RetryRow(task_record["id"], task_record.get("try_id"), now, scope, judged.fault, cost,
+                                       now - launched.timestamp() if launched is not None else None, judged.reason))
+
     def _judge(self, exc: BaseException, task_record: Mapping[str, Any], state: dict[str, Any],
-               provider: FailoverProvider | None) -> tuple[str, tuple[Host, ...], str]:
+               provider: FailoverProvider | None) -> TaskJudgement:
         if isinstance(exc, ManagerLost | WorkerLost):
+            # The scheduler's word is the second signal: a lost manager's host is kept out only if it is down.
             host = _host(getattr(exc, "hostname", None))
             confirmed: tuple[Host, ...] = ()
             if host is not None and provider is not None and isinstance(exc, ManagerLost):
                 confirmed = provider.unhealthy([host])
-            return "node", confirmed, str(exc)
-        text = self._new_output(task_record, state)
-        said = _SUPERVISOR_SAYS.get(getattr(exc, "exitcode", None))  # type: ignore[arg-type]
-        if said is not None:
-            return said[0], (), said[1]
-        if not text:
-            return "other", (), type(exc).__name__
-        verdict = classify(scan(text, self._patterns), rc=getattr(exc, "exitcode", None))
-        if verdict.exclude_hosts or verdict.failure_class in (FailureClass.NODE_LOSS, FailureClass.RANK_KILLED,
-                                                              FailureClass.GPU_HW):
-            return "node", verdict.exclude_hosts, verdict.reason
-        if verdict.failure_class is FailureClass.USER_ERROR:
-            return "user", (), verdict.reason
-        return "other", (), verdict.reason
+            return TaskJudgement(Fault.NODE, tuple((h, QuarantineReason.SCHEDULER) for h in confirmed), str(exc))
+        rc = getattr(exc, "exitcode", None)
+        return judge_task(self._new_output(task_record, state), rc if isinstance(rc, int) else None, self._patterns)
 
     def _new_output(self, task_record: Mapping[str, Any], state: dict[str, Any]) -> bytes:
         kwargs = task_record.get("kwargs") or {}
@@ -117,18 +111,13 @@ class RetryHandler:
             path = _std_path(kwargs.get(key))
             if path is None:
                 continue
-            start = state["offsets"].get(path, 0)
             try:
-                with open(path, "rb") as f:
-                    f.seek(0, os.SEEK_END)
-                    end = f.tell()
-                    f.seek(max(start, end - _MAX_READ))
-                    data += f.read(end - start) + b"\n"
+                text, state["offsets"][path] = read_tail(path, start=state["offsets"].get(path, 0))
             except OSError as exc:
                 log.warning("hotspare: task %s: cannot read %s (%s); judged without it",
                             task_record.get("id"), path, exc)
                 continue
-            state["offsets"][path] = end
+            data += text + b"\n"
         return data
 
 
@@ -146,22 +135,18 @@ def _host(name: Any) -> Host | None:
         return None
     try:
         return Host(name)
-    except HotspareError:
+    except HostError:
         return None
 
 
-def _retries(task_record: Mapping[str, Any]) -> int:
-    with contextlib.suppress(AttributeError, KeyError, TypeError):
-        return int(task_record["dfk"].config.retries)
-    return 0
-
-
-def _provider(task_record: Mapping[str, Any]) -> FailoverProvider | None:
-    with contextlib.suppress(AttributeError, KeyError, TypeError):
-        provider = task_record["dfk"].executors[task_record["executor"]].provider
-        if isinstance(provider, FailoverProvider):
-            return provider
-    return None
+def _provider(dfk: Any, task_record: Mapping[str, Any]) -> FailoverProvider | None:
+    """The task's executor's provider, if it is a FailoverProvider. No exception is swallowed here: a
+    broken task record or DFK is a bug to see (Parsl fails the task with the handler's exception)."""
+    if dfk is None:
+        return None
+    executor = dfk.executors[task_record["executor"]]
+    provider = getattr(executor, "provider", None)
+    return provider if isinstance(provider, FailoverProvider) else None
 
 
 #: The ready-made handler: ``Config(retry_handler=hotspare_parsl.retry_handler)``.

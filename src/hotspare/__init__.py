@@ -22,16 +22,32 @@ from hotspare.errors import (
 )
 from hotspare.evidence import Evidence, ScanResult
 from hotspare.failures import FailureClass
+from hotspare.files import read_tail, write_atomic
 from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
+from hotspare.jobs import (
+    HOOK_EXIT,
+    HOOK_FAILED,
+    Fault,
+    JobEnd,
+    JobJudgement,
+    TaskJudgement,
+    judge_host_lost,
+    judge_job,
+    judge_task,
+    lead_left,
+    read_outputs,
+)
 from hotspare.ledger import Ledger
 from hotspare.patterns import PatternSet, Role, load_patterns
 from hotspare.policy import Action, Budgets, Decision, History, decide
 from hotspare.pool import Pool, resolve_allocation
 from hotspare.postmortem import Report, build_report
-from hotspare.quarantine import Quarantine
+from hotspare.probe import ProbeResult, probe_hosts
+from hotspare.quarantine import SNAPSHOT_NAME, Entry, Quarantine, QuarantineReason, read_snapshot
 from hotspare.scan import Scanner, scan
-from hotspare.scheduler import SchedulerQuery
+from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
 from hotspare.supervisor import RunConfig, Supervisor
+from hotspare.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -39,27 +55,40 @@ __all__ = [
     "EXIT_OK",
     "EXIT_RETRY_ELSEWHERE",
     "EXIT_USAGE",
+    "HOOK_EXIT",
+    "HOOK_FAILED",
+    "SNAPSHOT_NAME",
     "Action",
     "AllocationError",
     "Blame",
     "Budgets",
     "Checkpoint",
     "Decision",
+    "Entry",
     "Evidence",
     "ExitStatus",
     "FailureClass",
+    "Fault",
     "History",
     "Host",
     "HostError",
     "HotspareError",
     "InputError",
+    "JobEnd",
+    "JobFacts",
+    "JobJudgement",
+    "JobRow",
     "Ledger",
     "PatternError",
     "PatternSet",
     "Pool",
     "PreflightError",
+    "ProbeResult",
     "Quarantine",
+    "QuarantineReason",
     "Report",
+    "RetryRow",
+    "RetryScope",
     "Role",
     "RunConfig",
     "ScanResult",
@@ -67,17 +96,29 @@ __all__ = [
     "SchedulerFacts",
     "SchedulerQuery",
     "Supervisor",
+    "TaskJudgement",
     "Verdict",
+    "WorkflowRecord",
     "build_report",
     "classify",
     "decide",
     "expand_hosts",
     "find_latest",
+    "judge_host_lost",
+    "judge_job",
+    "judge_task",
+    "lead_left",
     "load_patterns",
     "parse_hostfile",
+    "probe_hosts",
     "read_hostfile",
+    "read_outputs",
+    "read_snapshot",
+    "read_tail",
     "resolve_allocation",
     "scan",
+    "unhealthy",
+    "write_atomic",
 ]
 
 __version__ = "0.1.0"

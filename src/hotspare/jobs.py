@@ -62,6 +62,10 @@ class JobJudgement:
     evidence: tuple[str, ...]
     #: The scheduler's word for the job's end (``NODE_FAIL``, ``COMPLETED``, ``F``), or the framework's.
     state: str
+    #: The job's exit status as the scheduler (else the framework) reports it.
+    exit_code: int | None = None
+    #: The job's hotspare hook failed: the job stopped before any work (a setup error to show the user).
+    hook_failed: bool = False
 
     @property
     def node_lost(self) -> bool:
@@ -75,13 +79,13 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
     scheduler reports down; a job whose hotspare hook failed is a setup error, never a node fault."""
     result = scan(end.output, patterns)
     said = end.facts.state if end.facts else state
+    rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
     hook = _hook_failure(end.output)
     if hook is not None:
         verdict = _failed(FailureClass.USER_ERROR, f"the job's hotspare hook failed, so the job stopped rather "
                           f"than run on nodes nobody checked: {hook}", result.evidence)
-        return JobJudgement(end.job_id, verdict, (), render_evidence(result.evidence), said)
+        return JobJudgement(end.job_id, verdict, (), render_evidence(result.evidence), said, rc, hook_failed=True)
     facts = SchedulerFacts(job_state=end.facts.state if end.facts else None, node_states=dict(end.node_states))
-    rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
     verdict = classify(result, rc=rc, allocation=end.hosts or None, facts=facts)
     if end.facts is not None and end.facts.node_failed and not verdict.exclude_hosts:
         down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
@@ -91,7 +95,7 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
                             f"the scheduler ended the job NODE_FAIL; {names} reported down")
     if end.unread:
         verdict = replace(verdict, reason=f"{verdict.reason} (could not read: {'; '.join(end.unread)})")
-    return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said)
+    return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said, rc)
 
 
 def judge_host_lost(job_id: str, hosts: Sequence[Host], why: str, *, state: str,

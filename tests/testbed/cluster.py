@@ -26,7 +26,7 @@ from pathlib import Path
 NODE_INIT = Path(__file__).with_name("node_init.py")
 #: Bound on waiting for nodes to come up or change state.
 UP_TIMEOUT_S = 60.0
-REQUIRED = ("slurmctld", "slurmd", "sinfo", "srun", "munged", "mungekey", "unshare", "mount")
+REQUIRED = ("slurmctld", "slurmd", "sinfo", "srun", "munged", "mungekey", "unshare", "nsenter", "mount")
 
 
 class BedError(RuntimeError):
@@ -203,6 +203,20 @@ class Bed:
             raise BedError(f"no task matching {marker!r} runs on {node}")
         os.kill(min(ranks), signal.SIGKILL)
         return min(ranks)
+
+    def read_only(self, path: Path, writable: tuple[Path, ...] = ()) -> None:
+        """Make ``path`` read-only inside every node (a bind mount in each node's own mount namespace), except
+        the ``writable`` directories under it: what a compute node sees of a workflow directory whose shared
+        files only the workflow process may write. The host's view is unchanged; the bed is rebuilt after the
+        test (the mounts die with the nodes)."""
+        self.disturbed = True
+        for node in self.nodes:
+            enter = ["nsenter", "-t", str(self.pids[f"node:{node}"]), "-m", "--"]
+            _run([*enter, "mount", "--bind", str(path), str(path)])
+            _run([*enter, "mount", "-o", "remount,bind,ro", str(path)])
+            for sub in writable:
+                _run([*enter, "mount", "--bind", str(sub), str(sub)])
+                _run([*enter, "mount", "-o", "remount,bind,rw", str(sub)])
 
     def drain(self, node: str) -> None:
         self.disturbed = True
