@@ -245,3 +245,10 @@ def test_block_hook_reads_the_snapshot_and_writes_only_its_own_directory(tmp_pat
     assert "export SLURM_NODELIST=n1,n3\n" in done.stdout and "export HOTSPARE_BLOCK_SPARES=n4\n" in done.stdout
     assert {p: p.stat().st_mtime_ns for p in wf.iterdir() if p.is_file()} == before
     assert sorted(p.name for p in (wf / "blocks").iterdir()) == ["b0"]
+
+
+def test_import_without_parsl_names_the_extra() -> None:
+    """In an environment without Parsl, ``import hotspare_parsl`` says which extra to install."""
+    code = "import sys; sys.modules['parsl'] = None\nimport hotspare_parsl"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0 and "pip install 'hotspare[parsl]'" in done.stderr, done.stderr

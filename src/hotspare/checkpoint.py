@@ -13,12 +13,12 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hotspare.errors import InputError
+from hotspare.files import write_atomic
 
 MANIFEST = "manifest.json"
 #: Files trainers drop after the last shard is flushed (used only when there is no manifest).
@@ -175,18 +175,9 @@ def write_manifest(checkpoint_dir: Path, step: int) -> Path:
     """
     files = _regular_files(checkpoint_dir)
     body = json.dumps({"step": step, "files": files}, indent=1, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", suffix=".tmp", dir=checkpoint_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(body)
-            out.flush()
-            # Durable before it is visible: a manifest must never outlive a crash that lost its own bytes.
-            os.fsync(out.fileno())
-        target = checkpoint_dir / MANIFEST
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Durable before it is visible: a manifest must never outlive a crash that lost its own bytes.
+    target = checkpoint_dir / MANIFEST
+    write_atomic(target, body)
     return target
 
 
