@@ -1,4 +1,6 @@
-"""Shared fixtures: the shipped patterns (loaded once) and the real console script."""
+"""Shared fixtures: the shipped patterns (loaded once) and the real console script; and the checkout guard: a
+run that leaves the checkout other than it found it (a file a test wrote into the repository, a tracked file
+changed or deleted) fails, with the paths listed."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -15,6 +18,115 @@ from hotspare import PatternSet, load_patterns
 from testbed.cluster import Bed
 
 HOTSPARE = Path(sys.executable).with_name("hotspare")
+
+#: Path components the suite may legitimately create or change in the checkout: tool caches and the install.
+TOLERATED_DIRS = frozenset({".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis"})
+TOLERATED_SUFFIXES = (".egg-info",)
+#: The status command: -z so that any file name (a fuzzed one, one with spaces or quotes) comes out verbatim.
+GIT_STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored")
+
+
+def _tolerated(path: str) -> bool:
+    parts = path.rstrip("/").split("/")
+    return any(p in TOLERATED_DIRS or p.endswith(TOLERATED_SUFFIXES) for p in parts)
+
+
+def parse_porcelain(text: str) -> dict[str, str]:
+    """``git status --porcelain=v1 -z`` output as {path: two-letter status} (a rename's source is dropped)."""
+    status: dict[str, str] = {}
+    fields = iter(text.split("\0"))
+    for entry in fields:
+        if len(entry) < 4:  # the empty tail after the last NUL
+            continue
+        xy, path = entry[:2], entry[3:]
+        status[path] = xy
+        if "R" in xy or "C" in xy:
+            next(fields, None)  # -z gives "XY new\0old\0"
+    return status
+
+
+class Change(NamedTuple):
+    """One path whose ``git status`` differs: its two-letter status before and after ("" for none)."""
+
+    path: str
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        if not self.after:
+            return f"gone: {self.path} (was {self.before})"
+        return f"{self.before + ' -> ' if self.before else ''}{self.after} {self.path}"
+
+
+def checkout_changes(before: str, after: str) -> list[Change]:
+    """The paths whose status differs between two ``GIT_STATUS`` outputs, caches and the install tolerated.
+
+    A path that appeared (a stray file: ``??``, or ``!!`` when .gitignore covers it), whose status changed
+    (a tracked file modified, `` M``, or deleted, `` D``) or that left the list (an untracked file deleted,
+    or one committed meanwhile) is listed, sorted by path.
+    """
+    old, new = parse_porcelain(before), parse_porcelain(after)
+    return [Change(path, old.get(path, ""), new.get(path, "")) for path in sorted(old.keys() | new.keys())
+            if not _tolerated(path) and old.get(path) != new.get(path)]
+
+
+def _checkout_root() -> Path | None:
+    """The git checkout holding these tests, or None when git is not installed or this is no checkout."""
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=60, check=False)
+    except FileNotFoundError:
+        return None
+    return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
+
+
+def _git_status(root: Path) -> str:
+    return subprocess.run(GIT_STATUS, cwd=root, capture_output=True, text=True, timeout=120, check=True,
+                          errors="surrogateescape").stdout
+
+
+_CHECKOUT = pytest.StashKey[tuple[Path, str]]()
+_STRAYS = pytest.StashKey[list[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    root = _checkout_root()
+    if root is not None:
+        session.config.stash[_CHECKOUT] = (root, _git_status(root))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run (exit 1 if it would have passed) when the checkout changed; pytest returns
+    ``session.exitstatus`` as read after this hook."""
+    if _CHECKOUT not in session.config.stash:
+        return
+    root, before = session.config.stash[_CHECKOUT]
+    try:
+        # A path gone from the list but still on disk was committed meanwhile, not deleted by a test.
+        strays = [str(c) for c in checkout_changes(before, _git_status(root))
+                  if c.after or not (root / c.path).exists()]
+    except (OSError, subprocess.SubprocessError) as exc:
+        strays = [f"(git status failed at the end: {exc})"]
+    if not strays:
+        return
+    session.config.stash[_STRAYS] = strays
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if session.config.pluginmanager.get_plugin("terminalreporter") is None:
+        print(_stray_report(root, strays), file=sys.stderr)
+
+
+def _stray_report(root: Path, strays: list[str]) -> str:
+    return (f"checkout guard: this run left {root} other than it found it ({len(strays)} path(s)): tests must "
+            "write only under their tmp_path (or the checkout was edited during the run):\n"
+            + "\n".join(f"  {s}" for s in strays))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    strays = config.stash.get(_STRAYS, None)
+    if strays:
+        terminalreporter.section("checkout guard", sep="=", red=True, bold=True)
+        terminalreporter.line(_stray_report(config.stash[_CHECKOUT][0], strays), red=True)
 
 
 @pytest.fixture(scope="session")
