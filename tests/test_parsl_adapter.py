@@ -31,6 +31,7 @@ from hotspare_parsl import (
     retry_handler,
 )
 from hotspare_parsl.block import split_block
+from hotspare_parsl.provider import qsub_with_output
 
 DATA = Path(__file__).parent / "data"
 
@@ -252,3 +253,17 @@ def test_import_without_parsl_names_the_extra() -> None:
     code = "import sys; sys.modules['parsl'] = None\nimport hotspare_parsl"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0 and "pip install 'hotspare[parsl]'" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("cmd", "expected"), [
+    ("qsub  /wf/scripts/parsl.b.1.submit", "qsub -o /wf/scripts/parsl.b.1.submit.stdout -e /wf/scripts/parsl.b.1.submit.stderr "
+     "/wf/scripts/parsl.b.1.submit"),
+    ("qsub  -q debug -A proj '/wf/my scripts/b.submit'", "qsub -q debug -A proj -o '/wf/my scripts/b.submit.stdout' -e "
+     "'/wf/my scripts/b.submit.stderr' '/wf/my scripts/b.submit'"),
+    ("qsub -o /elsewhere/out /wf/b.submit", "qsub -o /elsewhere/out /wf/b.submit"),  # the user's own choice stays
+    ("qstat -f 12", "qstat -f 12"),
+])
+def test_qsub_is_told_where_the_block_output_goes(cmd: str, expected: str) -> None:
+    """PBS submits name the block's output files on qsub's command line (slurm-wlm-torque's qsub overrides the
+    template's #PBS -o/-e with relative paths in the working directory; TorqueProvider records none)."""
+    assert qsub_with_output(cmd)[0] == expected

@@ -119,6 +119,22 @@ def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> st
             'eval "$hotspare_env"\n')
 
 
+def qsub_with_output(cmd: str) -> tuple[str, str | None, str | None]:
+    """``qsub [OPTS] SCRIPT`` with ``-o SCRIPT.stdout -e SCRIPT.stderr`` put before the script, and those paths.
+
+    Parsl's Torque template names these files in ``#PBS -o/-e`` lines, but slurm-wlm-torque's ``qsub`` passes
+    sbatch relative ``-o/-e`` of its own that win, so the block's output lands in the workflow's working
+    directory and the provider (TorqueProvider records no output paths) would judge the block blind. Given
+    on the command line they hold for every qsub. Any other command is returned unchanged.
+    """
+    words = shlex.split(cmd)
+    if len(words) < 2 or words[0] != "qsub" or any(w in ("-o", "-e") for w in words):
+        return cmd, None, None
+    script = words[-1]
+    out, err = f"{script}.stdout", f"{script}.stderr"
+    return shlex.join([*words[:-1], "-o", out, "-e", err, script]), out, err
+
+
 @dataclass
 class _Block:
     job_id: str
@@ -225,10 +241,13 @@ class FailoverProvider(ExecutionProvider):
         bad = sorted(self.quarantine.hosts())
         name = f"{job_name}.{time.time():.6f}"
         simulated = self._pick_simulated() if self.simulated_hosts else None
-        job_id = self._submit_inner(command, tasks_per_node, job_name, name=name, bad=bad, simulated=simulated)
+        outputs: list[str | None] = []
+        job_id = self._submit_inner(command, tasks_per_node, job_name, name=name, bad=bad, simulated=simulated,
+                                    outputs=outputs)
         record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
-        block = _Block(str(job_id), name, record.get("job_stdout_path"), record.get("job_stderr_path"),
-                       hosts=(simulated,) if simulated is not None else ())
+        stdout, stderr = outputs if outputs else (None, None)
+        block = _Block(str(job_id), name, record.get("job_stdout_path") or stdout,
+                       record.get("job_stderr_path") or stderr, hosts=(simulated,) if simulated is not None else ())
         with self._lock:
             self._blocks[str(job_id)] = block
         self.record.submitted(str(job_id), name, time.time(), bad)
@@ -246,8 +265,9 @@ class FailoverProvider(ExecutionProvider):
             self._submits.append(now)
 
     def _submit_inner(self, command: str, tasks_per_node: int, job_name: str, *, name: str, bad: list[Host],
-                      simulated: Host | None) -> Any:
-        """``inner.submit`` with this block's settings, the inner provider's own restored afterwards."""
+                      simulated: Host | None, outputs: list[str | None]) -> Any:
+        """``inner.submit`` with this block's settings, the inner provider's own restored afterwards; for PBS,
+        its ``qsub`` told where the block's output goes (see :func:`qsub_with_output`), noted in ``outputs``."""
         # The settings below exist only on some providers (checked with vars()): typed loosely on purpose.
         inner: Any = self.inner
         saved = {k: getattr(inner, k) for k in ("nodes_per_block", "worker_init", "scheduler_options",
@@ -265,8 +285,22 @@ class FailoverProvider(ExecutionProvider):
                 good = self._known_good(inner.nodes_per_block)
                 if good:
                     inner.template_string = pin_pbs_select(saved["template_string"], good)
+            own_execute = vars(inner).get("execute_wait")
+            if self._kind == "pbs":
+                execute = inner.execute_wait
+
+                def qsub(cmd: str, *args: Any, **kwargs: Any) -> Any:
+                    cmd, out, err = qsub_with_output(cmd)
+                    if out is not None:
+                        outputs[:] = [out, err]
+                    return execute(cmd, *args, **kwargs)
+
+                inner.execute_wait = qsub  # this submit only: the instance attribute is removed below
             return inner.submit(command, tasks_per_node, job_name=job_name)
         finally:
+            vars(inner).pop("execute_wait", None)
+            if own_execute is not None:
+                inner.execute_wait = own_execute
             for key, value in saved.items():
                 setattr(inner, key, value)
 
