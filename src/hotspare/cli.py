@@ -116,16 +116,19 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--checkpoint-dir", help="resume each attempt from the newest complete checkpoint here")
     p.add_argument("--min-free-gb", type=float, help="refuse to start with less free space (per OST on Lustre)")
     p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds without output before a hang")
-    p.add_argument("--probe-timeout", type=float, default=30.0)
+    p.add_argument("--probe-timeout", type=float, default=30.0,
+                   help="seconds a probe of one host may take; one that has not answered by then failed")
     p.add_argument("--stall", type=float, default=3.0,
                    help="seconds without output before the scheduler is asked about the active nodes")
     p.add_argument("--scheduler-poll", type=float, default=5.0,
                    help="seconds between scheduler queries while output is stalled")
-    p.add_argument("--max-attempts", type=int, default=10)
-    p.add_argument("--retries", type=int, default=2, help="in-place retries for storage/network trouble")
+    p.add_argument("--max-attempts", type=int, default=10, help="attempts in all, whatever their cause (then exit 3)")
+    p.add_argument("--retries", type=int, default=2,
+                   help="in-place retries for storage/network trouble and preemption, and for failures that name no "
+                   "host when every host answered a probe (then exit 93)")
     p.add_argument("--blind-rotation", action="store_true", help="allow swapping a host without evidence")
     p.add_argument("--backoff", type=float, default=5.0, help="first retry delay in seconds (doubles, jittered)")
-    p.add_argument("--backoff-max", type=float, default=60.0)
+    p.add_argument("--backoff-max", type=float, default=60.0, help="cap on the retry delay in seconds")
     p.add_argument("--run-dir", help="where the ledger and attempt logs go (default: hotspare-run-<time>)")
     p.add_argument("--resume", metavar="RUN_DIR", help="carry on a run whose supervisor was killed")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
