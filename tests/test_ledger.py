@@ -8,7 +8,7 @@ import pytest
 
 from hotspare import scan
 from hotspare.errors import InputError
-from hotspare.ledger import Ledger
+from hotspare.ledger import Ledger, ObservationRow
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -28,10 +28,12 @@ def test_round_trip(tmp_path: Path) -> None:
     (row,) = again.attempts()
     assert (row.hosts, row.spares, row.rc, row.failure_class, row.last_step) == (("n1", "n2"), ("n3",), 143, "node_loss", 7)
     assert again.next_attempt() == 2
-    assert again.evidence(1)[0][1:4] == ("slurm.srun_node_failure", "root", "n2")
+    first = again.evidence(1)[0]
+    assert (first.pattern, first.role, first.host) == ("slurm.srun_node_failure", "root", "n2")
     d = again.decisions()[0]
     assert (d.action, d.hosts, d.reason) == ("swap", ("n2",), "n2 out (scraped)")
-    assert again.observations(1) == [(1, 3.0, "probe", "n2", "no answer")]
+    assert again.observations(1) == [ObservationRow(attempt=1, at_s=3.0, kind="probe", host="n2", detail="no answer")]
+    assert again.observations(1)[0][2:4] == ("probe", "n2")  # still indexable, as the old tuples were
     assert again.run_config() == {"command": ["true"]}
     again.close()
 

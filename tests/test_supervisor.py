@@ -164,12 +164,12 @@ def test_hung_host_is_found_by_the_probe(leftovers: Path) -> None:
         del os.environ["HOTSPARE_LOCAL_FAULTS"]
     ledger = Ledger.open(run)
     attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
-    probes = [o for o in ledger.observations(1) if o[2] == "probe"]
+    probes = [o for o in ledger.observations(1) if o.kind == "probe"]
     ledger.close()
     assert code == EXIT_OK
     assert attempts[0].stopped_by == "idle"
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "probed")]
-    assert {o[3] for o in probes} == {"n1", "n2", "n3"}
+    assert {o.host for o in probes} == {"n1", "n2", "n3"}
     assert final_checksum(run) == fault_free_checksum(STEPS)
 
 
@@ -297,7 +297,7 @@ def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Pa
         del os.environ["HOTSPARE_LOCAL_FAULTS"]
     ledger = Ledger.open(leftovers / "run")
     attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
-    kinds = {(o[2], o[3]) for o in ledger.observations(1)}
+    kinds = {(o.kind, o.host) for o in ledger.observations(1)}
     ledger.close()
     assert code == EXIT_OK
     assert attempts[0].stopped_by == "scheduler"
@@ -337,11 +337,11 @@ def test_expired_quarantine_is_readmitted_after_a_passing_probe(leftovers: Path)
     code = Supervisor(cfg, leftovers / "run", on_attempt=on_attempt).run()
     ledger = Ledger.open(leftovers / "run")
     attempts = ledger.attempts()
-    readmits = [o for o in ledger.observations() if o[2] == "readmit"]
+    readmits = [o for o in ledger.observations() if o.kind == "readmit"]
     ledger.close()
     assert code == EXIT_OK
     assert [a.hosts for a in attempts] == [("n1", "n2", "n3"), ("n1", "n4", "n3"), ("n1", "n2", "n3")]
-    assert readmits and readmits[0][3] == "n2"
+    assert readmits and readmits[0].host == "n2"
     assert final_checksum(leftovers / "run") == fault_free_checksum(STEPS)
 
 
@@ -406,7 +406,7 @@ def test_resume_never_signals_a_reused_process_group(leftovers: Path) -> None:
         assert Supervisor(config(leftovers), run).run() == EXIT_OK
         assert stranger.poll() is None  # still running: not ours, not signalled
         ledger = Ledger.open(run)
-        notes = [o[4] for o in ledger.observations(1) if o[2] == "resume"]
+        notes = [o.detail for o in ledger.observations(1) if o.kind == "resume"]
         lost = ledger.attempts()[0]
         ledger.close()
         assert lost.stopped_by == "supervisor lost" and "not signalled" in notes[0]
@@ -425,7 +425,7 @@ def test_a_probe_no_host_answers_blames_nobody(leftovers: Path) -> None:
     ledger = Ledger.open(run)
     try:
         entries = Quarantine.attach(ledger.connection).entries()
-        notes = [o[4] for o in ledger.observations() if o[2] == "probe" and o[3] is None]
+        notes = [o.detail for o in ledger.observations() if o.kind == "probe" and o.host is None]
         decisions = ledger.decisions()
     finally:
         ledger.close()
@@ -458,6 +458,6 @@ def test_a_shared_spare_is_used_by_the_run_that_claims_it_first(leftovers: Path)
     ledger = Ledger.open(run_b)
     try:
         assert all("s1" not in a.hosts for a in ledger.attempts())
-        assert ("claims", "s1") in {(o[2], o[3]) for o in ledger.observations()}
+        assert ("claims", "s1") in {(o.kind, o.host) for o in ledger.observations()}
     finally:
         ledger.close()

@@ -19,6 +19,7 @@ Sources checked for the flag spellings:
 
 from __future__ import annotations
 
+import enum
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,13 +29,31 @@ from hotspare.errors import HostError
 from hotspare.files import write_atomic
 from hotspare.hosts import Host, is_raw_host
 
+
+class LauncherKind(enum.StrEnum):
+    """The launchers hotspare can drive (a StrEnum: ``LauncherKind.SRUN == "srun"``, stored as ``"srun"``)."""
+
+    MPIEXEC = "mpiexec"
+    SRUN = "srun"
+    MPIRUN = "mpirun"
+    LOCAL = "local"
+
+
 #: The launchers hotspare can drive, and what each is.
-LAUNCHERS: dict[str, str] = {
-    "mpiexec": "MPICH Hydra or HPE PALS mpiexec",
-    "srun": "Slurm srun (one job step)",
-    "mpirun": "Open MPI mpirun",
-    "local": "hotspare's one-machine launcher (python -m hotspare.local_launcher)",
+LAUNCHERS: dict[LauncherKind, str] = {
+    LauncherKind.MPIEXEC: "MPICH Hydra or HPE PALS mpiexec",
+    LauncherKind.SRUN: "Slurm srun (one job step)",
+    LauncherKind.MPIRUN: "Open MPI mpirun",
+    LauncherKind.LOCAL: "hotspare's one-machine launcher (python -m hotspare.local_launcher)",
 }
+
+
+def launcher_kind(launcher: str) -> LauncherKind:
+    """``launcher`` as a :class:`LauncherKind`; an unknown name raises with the choices."""
+    try:
+        return LauncherKind(launcher)
+    except ValueError:
+        raise ValueError(f"unknown launcher {launcher!r}: choose one of {', '.join(LAUNCHERS)}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +67,8 @@ class LaunchSpec:
     full path such as PALS' ``/opt/cray/pals/bin/mpiexec``).
     """
 
-    launcher: str
+    #: Stored as a :class:`LauncherKind`; its plain name is accepted.
+    launcher: LauncherKind | str
     hosts: tuple[Host, ...]
     ppn: int
     command: tuple[str, ...]
@@ -57,7 +77,7 @@ class LaunchSpec:
     program: str | None = None
 
     def __post_init__(self) -> None:
-        _check_launcher(self.launcher)
+        object.__setattr__(self, "launcher", launcher_kind(self.launcher))
         if self.program is not None and (not self.program or self.program != self.program.strip()):
             raise ValueError(f"launcher program {self.program!r} is empty or padded: give a command name or path")
         _check_ppn(self.ppn)
@@ -78,11 +98,6 @@ class LaunchSpec:
     def total_ranks(self) -> int:
         """Ranks in the whole launch: hosts times ranks per host."""
         return len(self.hosts) * self.ppn
-
-
-def _check_launcher(launcher: str) -> None:
-    if launcher not in LAUNCHERS:
-        raise ValueError(f"unknown launcher {launcher!r}: choose one of {', '.join(LAUNCHERS)}")
 
 
 def _check_ppn(ppn: int) -> None:
@@ -114,26 +129,26 @@ def _slots_lines(hosts: Sequence[Host], ppn: int) -> list[str]:
     return [f"{_raw(h)} slots={ppn}" for h in hosts]
 
 
-_HOSTFILE_LINES: dict[str, Callable[[Sequence[Host], int], list[str]]] = {
-    "mpiexec": _plain_lines,
-    "srun": _plain_lines,
-    "mpirun": _slots_lines,
-    "local": _plain_lines,
+_HOSTFILE_LINES: dict[LauncherKind, Callable[[Sequence[Host], int], list[str]]] = {
+    LauncherKind.MPIEXEC: _plain_lines,
+    LauncherKind.SRUN: _plain_lines,
+    LauncherKind.MPIRUN: _slots_lines,
+    LauncherKind.LOCAL: _plain_lines,
 }
 
 
-def render_hostfile(hosts: Sequence[Host], launcher: str, ppn: int) -> str:
+def render_hostfile(hosts: Sequence[Host], launcher: LauncherKind | str, ppn: int) -> str:
     """The hostfile text ``launcher`` reads: one line a host, newline-terminated.
 
     ``mpiexec``, ``srun`` and ``local``: the host alone; ``mpirun``: ``host
     slots=ppn``. Hosts are written as ``raw`` (the allocation's spelling, which
     the launcher can resolve), never the canonical name.
     """
-    _check_launcher(launcher)
+    kind = launcher_kind(launcher)
     _check_ppn(ppn)
     if not hosts:
         raise ValueError("no hosts to write: a hostfile needs at least one host")
-    return "".join(f"{line}\n" for line in _HOSTFILE_LINES[launcher](hosts, ppn))
+    return "".join(f"{line}\n" for line in _HOSTFILE_LINES[kind](hosts, ppn))
 
 
 def write_hostfile(path: Path, text: str) -> None:
@@ -176,14 +191,14 @@ def _local(spec: LaunchSpec) -> list[str]:
     ]
 
 
-_BUILDERS: dict[str, Callable[[LaunchSpec], list[str]]] = {
-    "mpiexec": _mpiexec,
-    "srun": _srun,
-    "mpirun": _mpirun,
-    "local": _local,
+_BUILDERS: dict[LauncherKind, Callable[[LaunchSpec], list[str]]] = {
+    LauncherKind.MPIEXEC: _mpiexec,
+    LauncherKind.SRUN: _srun,
+    LauncherKind.MPIRUN: _mpirun,
+    LauncherKind.LOCAL: _local,
 }
 
 
 def build_argv(spec: LaunchSpec) -> list[str]:
     """The launcher's argv for ``spec`` (a new list; no shell is ever involved)."""
-    return _BUILDERS[spec.launcher](spec)
+    return _BUILDERS[launcher_kind(spec.launcher)](spec)

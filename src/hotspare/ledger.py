@@ -115,6 +115,39 @@ class DecisionRow:
     quarantine_reason: str | None
 
 
+class _Indexable:
+    """Row fields by position too, as the bare tuples these rows replace were read (``o[2]``); new code reads
+    the named fields. Kept while callers outside this package's own modules still index."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return tuple(getattr(self, name) for name in self.__dataclass_fields__)[index]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRow(_Indexable):
+    """One piece of an attempt's evidence as recorded: where in the log, which pattern, its role, the host."""
+
+    line: int
+    pattern: str
+    role: str
+    host: str | None
+    count: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationRow(_Indexable):
+    """Something seen outside the log: a probe answer, a scheduler report or error, a claim, a readmission."""
+
+    attempt: int
+    at_s: float
+    kind: str
+    host: str | None
+    detail: str
+
+
 class Ledger:
     """Typed access to a run's SQLite record. Open with :meth:`open`."""
 
@@ -226,9 +259,9 @@ class Ledger:
         ).fetchall()
         return [AttemptRow(r[0], r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4])), *r[5:]) for r in rows]
 
-    def evidence(self, attempt: int) -> list[tuple[int, str, str, str | None, int, str]]:
-        """(line, pattern, role, host, count, text) of one attempt, in line order."""
-        return [tuple(r) for r in self._db.execute(
+    def evidence(self, attempt: int) -> list[EvidenceRow]:
+        """The evidence of one attempt, in line order."""
+        return [EvidenceRow(*r) for r in self._db.execute(
             "SELECT line, pattern, role, host, count, text FROM evidence WHERE attempt = ? ORDER BY line",
             (attempt,))]
 
@@ -248,12 +281,13 @@ class Ledger:
         with self.transaction() as db:
             db.execute("INSERT INTO observations VALUES (?, ?, ?, ?, ?)", (attempt, at_s, kind, host, detail))
 
-    def observations(self, attempt: int | None = None) -> list[tuple[int, float, str, str | None, str]]:
+    def observations(self, attempt: int | None = None) -> list[ObservationRow]:
+        """Observations of one attempt (or of all), in the order they were made."""
         if attempt is None:
             rows = self._db.execute("SELECT * FROM observations ORDER BY rowid")
         else:
             rows = self._db.execute("SELECT * FROM observations WHERE attempt = ? ORDER BY rowid", (attempt,))
-        return [tuple(r) for r in rows]
+        return [ObservationRow(*r) for r in rows]
 
     @property
     def connection(self) -> sqlite3.Connection:

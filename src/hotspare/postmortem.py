@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hotspare.ledger import AttemptRow, DecisionRow, Ledger
+from hotspare.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
+from hotspare.observe import SCHEDULER_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,13 @@ class Report:
     roots: dict[int, list[str]]
     incidents: list[Incident]
     started_s: float
+    #: Scheduler commands that did not answer (each a ``scheduler-error`` observation), in order.
+    scheduler_errors: tuple[ObservationRow, ...] = ()
+
+    @property
+    def first_scheduler_error(self) -> str | None:
+        """The first scheduler error, as recorded (None: the scheduler always answered, or was never asked)."""
+        return self.scheduler_errors[0].detail if self.scheduler_errors else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +53,7 @@ class Report:
             ],
             "evidence": {str(k): v for k, v in self.roots.items()},
             "incidents": [asdict(i) for i in self.incidents],
+            "scheduler_errors": {"count": len(self.scheduler_errors), "first": self.first_scheduler_error},
         }
 
 
@@ -52,15 +61,16 @@ def build_report(ledger: Ledger) -> Report:
     """Read the whole run."""
     attempts = ledger.attempts()
     state, code = ledger.run_state() or ("unknown", None)
-    roots = {a.number: [_show_evidence(e) for e in ledger.evidence(a.number) if e[2] == "root"][:3] for a in attempts}
+    roots = {a.number: [_show_evidence(e) for e in ledger.evidence(a.number) if e.role == "root"][:3]
+             for a in attempts}
     started = attempts[0].started_s if attempts else 0.0
-    return Report(state, code, attempts, ledger.decisions(), roots, _incidents(attempts), started)
+    errors = tuple(o for o in ledger.observations() if o.kind == SCHEDULER_ERROR)
+    return Report(state, code, attempts, ledger.decisions(), roots, _incidents(attempts), started, errors)
 
 
-def _show_evidence(row: tuple[int, str, str, str | None, int, str]) -> str:
-    line, pattern, _, host, count, _ = row
-    more = f" x{count}" if count > 1 else ""
-    return f"{pattern}@{line}" + (f" {host}" if host else "") + more
+def _show_evidence(row: EvidenceRow) -> str:
+    more = f" x{row.count}" if row.count > 1 else ""
+    return f"{row.pattern}@{row.line}" + (f" {row.host}" if row.host else "") + more
 
 
 def _incidents(attempts: list[AttemptRow]) -> list[Incident]:
@@ -101,4 +111,8 @@ def render(report: Report) -> str:
         for i in report.incidents:
             recover = "never" if i.recover_s is None else f"{i.recover_s:.2f} s"
             lines.append(f"  {i.attempt:>2}  {i.died_of:<12} {i.lost_node_s:>11.2f} {recover:>12}")
+    if report.scheduler_errors:
+        first = report.scheduler_errors[0]
+        lines += ["", f"scheduler errors: {len(report.scheduler_errors)} (the scheduler watch was off while they "
+                  f"lasted); first, attempt {first.attempt}: {first.detail.splitlines()[0]}"]
     return "\n".join(lines) + "\n"

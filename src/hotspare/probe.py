@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare.hosts import Host
-from hotspare.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
+from hotspare.launchers import LauncherKind, LaunchSpec, build_argv, render_hostfile, write_hostfile
 from hotspare.runner import Completed, capture
 
 #: What the probe runs on each host: the job's Python, doing nothing.
@@ -32,7 +32,7 @@ class ProbeResult:
 
 def probe_hosts(
     hosts: Sequence[Host],
-    launcher: str,
+    launcher: LauncherKind | str,
     workdir: Path,
     *,
     timeout_s: float,

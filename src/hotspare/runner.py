@@ -8,6 +8,7 @@ receives a runner and never imports subprocess.
 
 from __future__ import annotations
 
+import enum
 import os
 import select
 import signal
@@ -69,6 +70,19 @@ def kill_group(pid: int, sig: int) -> bool:
     return True
 
 
+class StopCause(enum.StrEnum):
+    """Why the supervisor, not the job, ended an attempt (stored in the ledger as the value)."""
+
+    #: The supervisor was asked to stop (SIGTERM/SIGINT, :meth:`Supervisor.request_stop`).
+    INTERRUPTED = "interrupted"
+    #: No output for ``idle_timeout_s``: the job is taken to be hung.
+    IDLE = "idle"
+    #: Output stalled, the scheduler called a node unhealthy and the node failed a probe.
+    SCHEDULER = "scheduler"
+    #: The supervisor itself was killed during the attempt; a resumed one ended it.
+    SUPERVISOR_LOST = "supervisor lost"
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How a launched attempt ended."""
@@ -76,8 +90,8 @@ class Outcome:
     rc: int
     duration_s: float
     tail: bytes
-    #: Why the supervisor ended it (idle timeout, interrupted, scheduler), or None.
-    stopped_by: str | None
+    #: Why the supervisor ended it, or None (the launcher exited by itself).
+    stopped_by: StopCause | None
 
     @property
     def signal(self) -> int | None:
@@ -110,7 +124,7 @@ class Launch:
         self._eof = False
         self._tail = b""
         self._started = 0.0
-        self.stopped_by: str | None = None
+        self.stopped_by: StopCause | None = None
 
     def start(self) -> None:
         """Start the launcher in its own session; its log is opened for append, never truncated."""
@@ -171,7 +185,7 @@ class Launch:
         """After the launcher exited, read what is left in the pipe; True if there was any."""
         return bool(self._read())
 
-    def stop(self, why: str, grace_s: float) -> None:
+    def stop(self, why: StopCause, grace_s: float) -> None:
         """End the attempt: SIGTERM to the launcher's group, SIGKILL after ``grace_s``."""
         assert self._proc is not None, "start() first"
         self.stopped_by = self.stopped_by or why

@@ -3,17 +3,20 @@
 Parsers are pure (``parse_*``) and tested on captured output; :class:`SchedulerQuery`
 asks the real commands through the runner, bounded by a timeout, and answers
 None/empty when the scheduler cannot be asked — a missing answer is never
-read as a fault.
+read as a fault. It is never silent either: each failed command is handed, as a
+:class:`QueryFailure`, to the query's ``on_failure`` callback (a wrong
+``SLURM_CONF`` would otherwise switch the scheduler watch off unnoticed).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hotspare.errors import HostError
 from hotspare.hosts import Host, expand_hosts
@@ -149,23 +152,92 @@ def _put(states: dict[Host, str], name: str, state: str) -> None:
         states[Host(name)] = state
 
 
+class SchedulerKind(enum.StrEnum):
+    """The batch schedulers hotspare asks (None where there is none)."""
+
+    SLURM = "slurm"
+    PBS = "pbs"
+
+
+#: Characters of a failed command's stderr kept in a :class:`QueryFailure`.
+STDERR_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFailure:
+    """A scheduler command that did not answer: what was run, how it ended, the end of what it said."""
+
+    argv: tuple[str, ...]
+    rc: int | None
+    timed_out: bool
+    timeout_s: float
+    stderr_tail: str
+
+    @classmethod
+    def of(cls, done: Completed, timeout_s: float) -> QueryFailure:
+        return cls(done.argv, done.rc, done.timed_out, timeout_s, done.stderr[-STDERR_TAIL_CHARS:])
+
+    @property
+    def command(self) -> str:
+        """The command as one would type it (for messages; the argv is never run through a shell)."""
+        return " ".join(self.argv)
+
+    @property
+    def first_line(self) -> str:
+        """What the command said first (scontrol names the cause there), else how it ended."""
+        lines = [line.strip() for line in self.stderr_tail.splitlines() if line.strip()]
+        if self.timed_out:
+            return f"timed out after {self.timeout_s:g} s" + (f": {lines[0]}" if lines else "")
+        return lines[0] if lines else f"exited {self.rc} saying nothing"
+
+    def __str__(self) -> str:
+        return f"{self.command}: {self.first_line}"
+
+
+def _ignore(failure: QueryFailure) -> None:
+    """The default ``on_failure``: the caller did not ask to hear about failures."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerQuery:
-    """Asks SLURM or PBS (whichever runs this job) about nodes and walltime."""
+    """Asks SLURM or PBS (whichever runs this job) about nodes and walltime.
 
-    kind: str | None
+    A command that fails or times out gives the "nothing known" answer (empty, None) and is handed to
+    ``on_failure`` as a :class:`QueryFailure`; :class:`hotspare.supervisor.Supervisor` records each one and
+    warns once.
+    """
+
+    #: Stored as a :class:`SchedulerKind`; a plain ``"slurm"``/``"pbs"`` is accepted (callers typed ``str``).
+    kind: SchedulerKind | str | None
     job_id: str | None
     timeout_s: float = 10.0
     run: Callable[[Sequence[str], float], Completed] = lambda argv, t: capture(argv, timeout_s=t)
+    on_failure: Callable[[QueryFailure], None] = field(default=_ignore)
+
+    def __post_init__(self) -> None:
+        if self.kind is not None:  # a plain "slurm"/"pbs" is accepted; anything else is refused here
+            try:
+                object.__setattr__(self, "kind", SchedulerKind(self.kind))
+            except ValueError:
+                raise ValueError(f"scheduler kind {self.kind!r}: use one of "
+                                 f"{', '.join(SchedulerKind)} or None") from None
+
+    def _ask(self, argv: Sequence[str]) -> str | None:
+        """The command's stdout, or None (and the failure reported) when it did not answer."""
+        done = self.run(argv, self.timeout_s)
+        if done.ok:
+            return done.stdout
+        self.on_failure(QueryFailure.of(done, self.timeout_s))
+        return None
 
     @classmethod
     def detect(cls, environ: Mapping[str, str] | None = None) -> SchedulerQuery:
         """SLURM inside a SLURM job, PBS inside a PBS job, otherwise a query that knows nothing."""
         env = os.environ if environ is None else environ
         if env.get("SLURM_JOB_ID"):
-            return cls("slurm", env["SLURM_JOB_ID"])
+            return cls(SchedulerKind.SLURM, env["SLURM_JOB_ID"])
         if env.get("PBS_JOBID"):
-            return cls("pbs", env["PBS_JOBID"])
+            return cls(SchedulerKind.PBS, env["PBS_JOBID"])
         return cls(None, None)
 
     def node_states(self, hosts: Sequence[Host]) -> dict[Host, str]:
@@ -173,28 +245,28 @@ class SchedulerQuery:
         if not hosts or self.kind is None:
             return {}
         names = [h.raw for h in hosts]
-        if self.kind == "slurm":
-            done = self.run(["scontrol", "show", "node", ",".join(names)], self.timeout_s)
-            return parse_scontrol_nodes(done.stdout) if done.ok else {}
-        done = self.run(["pbsnodes", *names], self.timeout_s)
-        return parse_pbsnodes(done.stdout) if done.ok else {}
+        if self.kind is SchedulerKind.SLURM:
+            out = self._ask(["scontrol", "show", "node", ",".join(names)])
+            return {} if out is None else parse_scontrol_nodes(out)
+        out = self._ask(["pbsnodes", *names])
+        return {} if out is None else parse_pbsnodes(out)
 
     def job_facts(self, job_id: str) -> JobFacts | None:
         """How the scheduler describes job ``job_id`` (None when it cannot be asked or forgot the job)."""
-        if self.kind == "slurm":
-            done = self.run(["scontrol", "show", "job", "-o", job_id], self.timeout_s)
-            return parse_scontrol_job(done.stdout) if done.ok else None
-        if self.kind == "pbs":
-            done = self.run(["qstat", "-x", "-f", "-F", "json", job_id], self.timeout_s)
-            return parse_qstat_json(done.stdout).get(job_id) if done.ok else None
+        if self.kind is SchedulerKind.SLURM:
+            out = self._ask(["scontrol", "show", "job", "-o", job_id])
+            return None if out is None else parse_scontrol_job(out)
+        if self.kind is SchedulerKind.PBS:
+            out = self._ask(["qstat", "-x", "-f", "-F", "json", job_id])
+            return None if out is None else parse_qstat_json(out).get(job_id)
         return None
 
     def walltime_left_s(self) -> float | None:
         """Seconds left before the scheduler ends the job (None: unknown or unlimited)."""
         if self.kind is None or self.job_id is None:
             return None
-        if self.kind == "slurm":
-            done = self.run(["squeue", "-h", "-j", self.job_id, "-o", "%L"], self.timeout_s)
-            return parse_squeue_time_left(done.stdout) if done.ok else None
-        done = self.run(["qstat", "-f", self.job_id], self.timeout_s)
-        return parse_qstat_time_left(done.stdout) if done.ok else None
+        if self.kind is SchedulerKind.SLURM:
+            out = self._ask(["squeue", "-h", "-j", self.job_id, "-o", "%L"])
+            return None if out is None else parse_squeue_time_left(out)
+        out = self._ask(["qstat", "-f", self.job_id])
+        return None if out is None else parse_qstat_time_left(out)

@@ -1,0 +1,127 @@
+"""Judging an ended attempt: a pure function of what was observed.
+
+The supervisor gathers :class:`Observations` (the launcher's rc and stop cause, the log's scan, probe
+answers, the scheduler's answers), then :func:`judge` returns the verdict and the decision; no probe, no
+ledger write, no process in here. When the judgement needs more, :func:`question` names what to observe
+next (probe the hosts, ask the remaining walltime) and the supervisor judges again with the answer.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from hotspare.classify import Blame, Verdict, classify
+from hotspare.evidence import ScanResult
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host
+from hotspare.policy import Action, Budgets, Decision, History, decide
+from hotspare.pool import Pool
+from hotspare.probe import ProbeResult
+from hotspare.runner import StopCause
+
+#: Why the active hosts are probed after an attempt that named none.
+PROBE_WHY_UNNAMED = "failure with no host named"
+
+
+class Ask(enum.Enum):
+    """What to observe before judging again."""
+
+    #: Probe every active host (the attempt went silent, or failed naming no host).
+    PROBE = "probe"
+    #: Ask the scheduler how much walltime is left, and see how often checkpoints come.
+    WALLTIME = "walltime"
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """Everything gathered about one ended attempt, before it is judged."""
+
+    rc: int
+    stopped_by: StopCause | None
+    scan: ScanResult
+    #: The probe answers of the active hosts, once probed (None: not probed).
+    probes: tuple[ProbeResult, ...] | None = None
+    #: Why they were probed (goes into the verdict's reason).
+    probe_why: str = ""
+    #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
+    scheduler_blamed: tuple[Host, ...] = ()
+    #: Whether the walltime question was asked; its answers (None: unknown).
+    walltime_asked: bool = False
+    walltime_left_s: float | None = None
+    checkpoint_eta_s: float | None = None
+    #: The newest valid checkpoint when the attempt ended: (step, modification time), for the record.
+    checkpoint: tuple[int, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict on an attempt and what to do about it."""
+
+    verdict: Verdict
+    decision: Decision
+
+
+def judge(obs: Observations, pool: Pool, history: History, budgets: Budgets, *, unit: float = 0.0) -> Judgement:
+    """The verdict on the attempt ``obs`` describes (``pool`` active) and the decision. Pure."""
+    verdict = _verdict(obs, pool)
+    decision = decide(verdict, pool, replace(history, probed=obs.probes is not None), budgets, unit=unit,
+                      walltime_left_s=obs.walltime_left_s, checkpoint_eta_s=obs.checkpoint_eta_s)
+    return Judgement(verdict, decision)
+
+
+def question(judgement: Judgement, obs: Observations) -> Ask | None:
+    """What must be observed before ``judgement`` can stand (None: it stands). Pure."""
+    if obs.stopped_by is StopCause.INTERRUPTED:
+        return None
+    wants_probe = obs.stopped_by is StopCause.IDLE or judgement.decision.action is Action.PROBE
+    if wants_probe and obs.probes is None:
+        return Ask.PROBE
+    if judgement.verdict.failure_class is FailureClass.WALLTIME and not obs.walltime_asked:
+        return Ask.WALLTIME
+    return None
+
+
+def probe_why(obs: Observations) -> str:
+    """The reason a probe is asked for after this attempt."""
+    return StopCause.IDLE.value if obs.stopped_by is StopCause.IDLE else PROBE_WHY_UNNAMED
+
+
+def unanswered(results: Sequence[ProbeResult], active: Sequence[Host]) -> tuple[Host, ...]:
+    """The probed hosts that did not answer, unless no active host at all did.
+
+    When several hosts are asked and none answers, the probe itself is suspect (a launcher option it
+    lacks, a broken launcher, the controller gone), not every node at once: nobody is blamed. Retiring a
+    whole allocation of healthy nodes on such evidence is the worst outcome.
+    """
+    dead = tuple(r.host for r in results if not r.ok)
+    return () if no_host_answered(dead, active) else dead
+
+
+def no_host_answered(dead: Sequence[Host], active: Sequence[Host]) -> bool:
+    """Whether ``dead`` is every one of several active hosts (then the probe is suspect, see :func:`unanswered`)."""
+    return len(active) > 1 and set(dead) >= set(active)
+
+
+def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: str, why: str) -> Verdict:
+    """The verdict with ``hosts`` blamed for a node loss found outside the log (probe, scheduler)."""
+    names = ", ".join(h.name for h in hosts)
+    return replace(
+        verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
+        blamed=tuple(Blame(h, reason, ()) for h in hosts), reason=f"node_loss: {names} {why}",
+    )
+
+
+def _verdict(obs: Observations, pool: Pool) -> Verdict:
+    verdict = classify(obs.scan, rc=obs.rc, allocation=pool.active)
+    if obs.stopped_by is StopCause.INTERRUPTED:
+        return replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
+                       exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
+    if obs.stopped_by is StopCause.SCHEDULER and obs.scheduler_blamed:
+        verdict = blame(verdict, obs.scheduler_blamed, "scheduler",
+                        "reported unhealthy by the scheduler while stalled, and failed a probe")
+    dead = unanswered(obs.probes, pool.active) if obs.probes is not None else ()
+    if dead:
+        verdict = blame(verdict, dead, "probed", f"did not answer a probe ({obs.probe_why})")
+    return verdict

@@ -1,0 +1,147 @@
+"""Gathering observations: probes and scheduler questions, each answer recorded as it comes.
+
+An :class:`Observer` asks (through the run's :class:`~hotspare.gateway.Runner`) and notes what it saw in the
+ledger at once, so a supervisor killed a moment later leaves the evidence behind; it decides nothing. A
+scheduler command that fails is an observation too (``scheduler-error``), and is said once on stderr:
+otherwise a wrong ``SLURM_CONF`` would switch the scheduler watch off without a word.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from hotspare.checkpoint import parse_step
+from hotspare.gateway import ProbeHow, Runner
+from hotspare.hosts import Host
+from hotspare.judge import Ask, Observations, no_host_answered, probe_why, unanswered
+from hotspare.pool import Pool
+from hotspare.probe import ProbeResult
+from hotspare.scan import Scanner
+from hotspare.scheduler import QueryFailure, SchedulerQuery, unhealthy
+
+#: Records one observation: (attempt, kind, host or None, detail).
+Note = Callable[[int, str, str | None, str], None]
+
+#: The observation kind of a scheduler command that did not answer.
+SCHEDULER_ERROR = "scheduler-error"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def scheduler_warning(failure: QueryFailure) -> str:
+    """The one stderr line a run prints when the scheduler cannot be asked."""
+    return (f"hotspare: warning: cannot ask the scheduler ({failure}); "
+            "the scheduler watch is off until it answers")
+
+
+@dataclass(slots=True)
+class Watch:
+    """What is learnt while an attempt runs (from its output and from the scheduler)."""
+
+    scanner: Scanner
+    last_output_s: float
+    first_progress_s: float | None = None
+    last_asked_s: float | None = None
+    #: Lines seen when the supervisor itself ended the attempt: what follows is teardown it caused.
+    stop_line: int | None = None
+    #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
+    scheduler_blamed: tuple[Host, ...] = ()
+
+    def seen(self, chunk: bytes, now_s: float, wall_s: float) -> None:
+        """Output arrived at ``now_s`` (monotonic) / ``wall_s`` (wall clock)."""
+        self.scanner.feed(chunk)
+        self.last_output_s = now_s
+        if self.first_progress_s is None and self.scanner.progress is not None:
+            self.first_progress_s = wall_s
+
+    def due(self, now_s: float, poll_s: float) -> bool:
+        """Whether the scheduler may be asked again (at most every ``poll_s``, the first time at once)."""
+        return self.last_asked_s is None or now_s - self.last_asked_s >= poll_s
+
+
+class Observer:
+    """Asks hosts and the scheduler for one run, noting every answer (and every failure to answer)."""
+
+    def __init__(self, runner: Runner, scheduler: SchedulerQuery, how: ProbeHow, note: Note, *,
+                 warn: Callable[[str], None] = _stderr) -> None:
+        self.runner = runner
+        self.how = how
+        self.note = note
+        self.warn = warn
+        self._failures: list[QueryFailure] = []
+        self._warned = False
+        theirs = scheduler.on_failure
+
+        def both(failure: QueryFailure) -> None:
+            theirs(failure)
+            self._failures.append(failure)
+
+        self.scheduler = replace(scheduler, on_failure=both)
+
+    def probe(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host]) -> tuple[ProbeResult, ...]:
+        """Probe ``hosts`` (of the ``active`` ones); each answer noted, and a probe no host answered."""
+        results = tuple(self.runner.probe(hosts, self.how))
+        for res in results:
+            self.note(number, "probe", res.host.name, f"{why}: {res.detail}")
+        if no_host_answered([r.host for r in results if not r.ok], active):
+            self.note(number, "probe", None,
+                      "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
+        return results
+
+    def readmission(self, hosts: Sequence[Host]) -> list[ProbeResult]:
+        """Probe quarantined hosts whose time is up (noted by the caller, which readmits them)."""
+        return self.runner.probe(hosts, self.how)
+
+    def scheduler_dead(self, number: int, pool: Pool) -> tuple[Host, ...]:
+        """Active hosts the scheduler calls unhealthy and that then fail a probe.
+
+        Never the scheduler's word alone: SLURM marks a node NOT_RESPONDING ~8 s before srun gives up.
+        """
+        states = self.scheduler.node_states(pool.active)
+        self.failures(number)
+        sick = [h for h in pool.active if h in states and unhealthy(states[h])]
+        for host in sick:
+            self.note(number, "scheduler", host.name, "reported unhealthy while output stalled")
+        if not sick:
+            return ()
+        return unanswered(self.probe(number, sick, "scheduler report", pool.active), pool.active)
+
+    def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None) -> Observations:
+        """``obs`` with the answer to ``ask``."""
+        if ask is Ask.PROBE:
+            why = probe_why(obs)
+            return replace(obs, probes=self.probe(number, pool.active, why, pool.active), probe_why=why)
+        left = self.scheduler.walltime_left_s()
+        self.failures(number)
+        every = checkpoint_interval_s(checkpoint_dir)
+        self.note(number, "walltime", None, f"left {left} s, checkpoint every {every} s")
+        return replace(obs, walltime_asked=True, walltime_left_s=left, checkpoint_eta_s=every)
+
+    def failures(self, number: int) -> None:
+        """Note each scheduler command that failed since the last call; say it once per run on stderr."""
+        failed, self._failures[:] = list(self._failures), []
+        for failure in failed:
+            self.note(number, SCHEDULER_ERROR, None, _error_detail(failure))
+        if failed and not self._warned:
+            self._warned = True
+            self.warn(scheduler_warning(failed[0]))
+
+
+def checkpoint_interval_s(directory: str | None) -> float | None:
+    """Seconds between the two newest checkpoint directories (how long the next one will take)."""
+    if directory is None or not Path(directory).is_dir():
+        return None
+    dirs = [p for p in Path(directory).iterdir() if p.is_dir() and parse_step(p.name) is not None]
+    times = sorted(p.stat().st_mtime for p in dirs)
+    return times[-1] - times[-2] if len(times) >= 2 else None
+
+
+def _error_detail(failure: QueryFailure) -> str:
+    """A failed scheduler command as recorded: the command, how it ended, what it said (first line first)."""
+    how = f"timed out after {failure.timeout_s:g} s" if failure.timed_out else f"rc {failure.rc}"
+    return f"{failure.command}: {how}: {failure.stderr_tail.strip() or '(nothing on stderr)'}"

@@ -1,0 +1,200 @@
+"""The whole supervisor loop with a fake runner: no process is started, every decision is the real one.
+
+The fake runner plays each attempt from a script (its output, its exit status), answers probes from a table
+and answers scheduler commands through the same runner; the ledger, patterns, classifier, policy and
+quarantine are the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hotspare import Host
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.gateway import ProbeHow, Running
+from hotspare.ledger import Ledger
+from hotspare.policy import Budgets
+from hotspare.pool import Pool
+from hotspare.probe import ProbeResult
+from hotspare.quarantine import Quarantine
+from hotspare.runner import Completed, Outcome, StopCause
+from hotspare.scheduler import SchedulerQuery
+from hotspare.supervisor import RunConfig, Supervisor
+
+#: Beyond any Linux pid_max (2**22): recorded as the launcher's group, it can never name a real process.
+NO_PID = 2**22 + 1
+
+
+@dataclass
+class Script:
+    """One attempt as the fake launcher plays it: its output, then its exit status after ``polls`` polls."""
+
+    output: bytes
+    rc: int
+    #: Polls before it exits by itself (each advances the fake clock by a second); None: only when stopped.
+    polls: int | None = 0
+
+
+@dataclass
+class FakeClock:
+    now_s: float = 0.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+@dataclass
+class FakeRunning:
+    script: Script
+    log_path: Path
+    on_output: Callable[[bytes], None]
+    clock: FakeClock
+    stopped_by: StopCause | None = None
+    polled: int = 0
+    pid: int = NO_PID
+
+    def poll(self, timeout_s: float) -> int | None:
+        if self.polled == 0:
+            self.log_path.write_bytes(self.script.output)
+            self.on_output(self.script.output)
+        self.polled += 1
+        self.clock.now_s += 1.0
+        if self.stopped_by is not None:
+            return -15
+        done = self.script.polls is not None and self.polled > self.script.polls
+        return self.script.rc if done else None
+
+    def stop(self, why: StopCause, grace_s: float) -> None:
+        self.stopped_by = self.stopped_by or why
+
+    def finish(self) -> Outcome:
+        rc = self.poll(0.0)
+        assert rc is not None
+        return Outcome(rc, float(self.polled), self.script.output[-4096:], self.stopped_by)
+
+
+@dataclass
+class FakeRunner:
+    """Attempts from ``scripts``; probes fail on ``dead`` hosts; scheduler commands answer ``answer``."""
+
+    scripts: list[Script]
+    dead: frozenset[str] = frozenset()
+    answer: Completed | None = None
+    clock: FakeClock = field(default_factory=FakeClock)
+    launched: list[tuple[str, ...]] = field(default_factory=list)
+    probed: list[tuple[str, ...]] = field(default_factory=list)
+    asked: list[tuple[str, ...]] = field(default_factory=list)
+
+    def launch(self, argv: Sequence[str], log_path: Path, on_output: Callable[[bytes], None], *,
+               env: Mapping[str, str]) -> Running:
+        script = self.scripts[len(self.launched)]
+        self.launched.append(tuple(argv))
+        return FakeRunning(script, log_path, on_output, self.clock)
+
+    def probe(self, hosts: Sequence[Host], how: ProbeHow) -> list[ProbeResult]:
+        self.probed.append(tuple(h.name for h in hosts))
+        return [ProbeResult(h, h.name not in self.dead, "no answer within 3 s" if h.name in self.dead else "answered")
+                for h in hosts]
+
+    def capture(self, argv: Sequence[str], timeout_s: float) -> Completed:
+        self.asked.append(tuple(argv))
+        assert self.answer is not None, f"no scheduler command expected, got {argv}"
+        return Completed(tuple(argv), self.answer.rc, self.answer.stdout, self.answer.stderr, self.answer.timed_out)
+
+
+CONFIG = RunConfig(command=("train",), allocation=("n1", "n2", "n3", "n4"), nhosts=3, launcher="srun",
+                   budgets=Budgets(backoff_base_s=0, backoff_max_s=0))
+
+
+#: No scheduler (outside a batch job).
+NO_SCHEDULER = SchedulerQuery(None, None)
+
+
+def supervise(tmp: Path, runner: FakeRunner, *, scheduler: SchedulerQuery | None = NO_SCHEDULER,
+              on_attempt: Callable[[int, Pool, Path], None] | None = None) -> tuple[int, Ledger]:
+    sup = Supervisor(CONFIG, tmp / "run", clock=runner.clock, sleep=lambda s: None, scheduler=scheduler,
+                     runner=runner, on_attempt=on_attempt)
+    return sup.run(), Ledger.open(tmp / "run")
+
+
+def nodelists(runner: FakeRunner) -> list[str]:
+    return [next(a for a in argv if a.startswith("--nodelist=")) for argv in runner.launched]
+
+
+def test_a_rank_killed_on_a_named_host_swaps_it_for_the_spare(tmp_path: Path) -> None:
+    """srun names n2 ('srun: error: n2: task 1: Killed'): n2 out (scraped) for the spare n4, no probe, attempt 2
+    succeeds, exit 0."""
+    runner = FakeRunner([Script(b"step=4 loss=1.0\nsrun: error: n2: task 1: Killed\n", 1), Script(b"step=9\n", 0)])
+    code, ledger = supervise(tmp_path, runner)
+    attempts, decisions = ledger.attempts(), ledger.decisions()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert code == EXIT_OK
+    assert [a.failure_class for a in attempts] == ["rank_killed", "success"]
+    assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "scraped")
+    assert [(e.host.name, e.reason) for e in entries] == [("n2", "scraped")]
+    assert nodelists(runner) == ["--nodelist=n1,n2,n3", "--nodelist=n1,n4,n3"]
+    assert runner.probed == []
+
+
+def test_an_unattributed_failure_is_probed_and_the_silent_host_swapped(tmp_path: Path) -> None:
+    """rc 1 naming no host: every active host is probed; n3 does not answer, so n3 is swapped (reason probed)."""
+    runner = FakeRunner([Script(b"step=4\n", 1), Script(b"step=9\n", 0)], dead=frozenset({"n3"}))
+    code, ledger = supervise(tmp_path, runner)
+    decisions, probes = ledger.decisions(), [o for o in ledger.observations(1) if o.kind == "probe"]
+    ledger.close()
+    assert code == EXIT_OK
+    assert runner.probed == [("n1", "n2", "n3")]
+    assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n3",), "probed")
+    assert {o.host for o in probes} == {"n1", "n2", "n3"}
+    assert nodelists(runner)[1] == "--nodelist=n1,n2,n4"
+
+
+def test_an_unattributed_failure_every_host_answers_retries_twice_then_93(tmp_path: Path) -> None:
+    """Defect 1 stays fixed: rc 1 naming no host, every probe answered: two retries in place, then exit 93."""
+    runner = FakeRunner([Script(b"step=4\n", 1)] * 3)
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    ledger.close()
+    assert code == EXIT_RETRY_ELSEWHERE
+    assert [d.action for d in decisions] == ["retry", "retry", "stop"]
+    assert len(runner.launched) == 3 and len(runner.probed) == 3
+    assert set(nodelists(runner)) == {"--nodelist=n1,n2,n3"}
+
+
+def test_a_stop_request_cancels_the_attempt(tmp_path: Path) -> None:
+    """request_stop() during an attempt: it is stopped (interrupted), recorded cancelled, exit 130, no probe."""
+    runner = FakeRunner([Script(b"step=1\n", 0, polls=None)])
+    sup = Supervisor(CONFIG, tmp_path / "run", clock=runner.clock, sleep=lambda s: None,
+                     scheduler=NO_SCHEDULER, runner=runner,
+                     on_attempt=lambda number, pool, log: sup.request_stop())
+    assert sup.run() == EXIT_INTERRUPTED
+    ledger = Ledger.open(tmp_path / "run")
+    (attempt,) = ledger.attempts()
+    assert (attempt.stopped_by, attempt.failure_class) == ("interrupted", "cancelled")
+    assert ledger.run_state() == ("cancelled", EXIT_INTERRUPTED)
+    ledger.close()
+    assert runner.probed == []
+
+
+def test_the_default_scheduler_query_goes_through_the_runner_and_its_failure_is_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inside a SLURM job the supervisor asks scontrol through its runner during a stall; scontrol failing
+    (real text, no slurm.conf found) is recorded every time and said once on stderr; the job still succeeds."""
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    failing = Completed((), 1, "", "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+                        "scontrol: fatal: Could not establish a configuration source\n", False)
+    runner = FakeRunner([Script(b"step=1\n", 0, polls=12)], answer=failing)
+    code, ledger = supervise(tmp_path, runner, scheduler=None)
+    errors = [o for o in ledger.observations() if o.kind == "scheduler-error"]
+    ledger.close()
+    assert code == EXIT_OK
+    assert runner.asked and all(argv[:3] == ("scontrol", "show", "node") for argv in runner.asked)
+    assert len(errors) == len(runner.asked) >= 2
+    assert capsys.readouterr().err == (
+        "hotspare: warning: cannot ask the scheduler (scontrol show node n1,n2,n3: scontrol: error: "
+        "resolve_ctls_from_dns_srv: res_nsearch error: Unknown host); the scheduler watch is off until it answers\n")
