@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host, HostError
-from hotspare.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
+from hotspare.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
 
 HF = Path("/run/job/active.hostfile")
 # The allocation's spellings: the launcher must see these, not the canonical names.
@@ -113,3 +113,13 @@ def test_write_hostfile_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> No
         write_hostfile(path, "\udcff")  # a lone surrogate cannot be encoded: the write fails midway
     assert path.read_text() == f"{RAW[0]} slots=2\n{RAW[1]} slots=2\n"
     assert [p.name for p in tmp_path.iterdir()] == ["active.hostfile"]
+
+
+def test_launcher_kinds_are_values_that_still_read_as_names(tmp_path: Path) -> None:
+    """A plain launcher name becomes its LauncherKind, which equals and stores as the name; unknown names are
+    refused with the choices."""
+    spec = LaunchSpec(launcher="mpirun", hosts=(Host("n1"),), ppn=1, command=("true",), hostfile=tmp_path / "h")
+    assert spec.launcher is LauncherKind.MPIRUN and spec.launcher == "mpirun" and f"{spec.launcher}" == "mpirun"
+    assert launcher_kind(LauncherKind.SRUN) is LauncherKind.SRUN
+    with pytest.raises(ValueError, match="choose one of mpiexec, srun, mpirun, local"):
+        launcher_kind("aprun")

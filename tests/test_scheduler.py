@@ -10,6 +10,7 @@ import pytest
 from hotspare import Host
 from hotspare.runner import Completed
 from hotspare.scheduler import (
+    SchedulerKind,
     SchedulerQuery,
     parse_duration_s,
     parse_pbsnodes,
@@ -92,3 +93,10 @@ def test_slurm_query_asks_the_right_commands() -> None:
     assert query.node_states([Host("n1"), Host("n2")]) == {Host("n1"): "IDLE"}
     assert query.walltime_left_s() == 300
     assert asked == [("scontrol", "show", "node", "n1,n2"), ("squeue", "-h", "-j", "77", "-o", "%L")]
+
+
+def test_scheduler_kind_is_a_value() -> None:
+    """"slurm"/"pbs" become SchedulerKind members (equal to the names); any other kind is refused."""
+    assert SchedulerQuery("pbs", None).kind is SchedulerKind.PBS and SchedulerKind.PBS == "pbs"
+    with pytest.raises(ValueError, match="use one of slurm, pbs or None"):
+        SchedulerQuery("lsf", None)
