@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +21,8 @@ from parsl.executors.high_throughput.errors import ManagerLost
 from parsl.providers import LocalProvider
 
 from hotspare import HOOK_EXIT, HOOK_FAILED, SNAPSHOT_NAME, Host, JobEnd, Quarantine, judge_job, load_patterns
-from hotspare.scheduler import parse_qstat_json, parse_scontrol_job
+from hotspare.runner import Completed
+from hotspare.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
 from hotspare_parsl import (
     FailoverProvider,
     ResubmissionLimit,
@@ -267,3 +269,30 @@ def test_qsub_is_told_where_the_block_output_goes(cmd: str, expected: str) -> No
     """PBS submits name the block's output files on qsub's command line (slurm-wlm-torque's qsub overrides the
     template's #PBS -o/-e with relative paths in the working directory; TorqueProvider records none)."""
     assert qsub_with_output(cmd)[0] == expected
+
+
+def test_a_scheduler_that_cannot_be_asked_is_recorded_and_said_once(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Blocks judged while scontrol fails (the real message of a machine with no SLURM configuration): each
+    failure is an observation in the workflow's ledger, the warning is said once on stderr, and the block is
+    still judged from its output (issue 9, defect 4)."""
+    failing = Completed(("scontrol",), 1, "", "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: "
+                        "Unknown host\nscontrol: fatal: Could not establish a configuration source\n", False)
+    inner = LocalProvider()
+    inner.script_dir = str(tmp_path)
+    query = SchedulerQuery("slurm", None, run=lambda argv, t: replace(failing, argv=tuple(argv)))
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf", query=query)
+    jobs = [provider.submit("true", 1), provider.submit("true", 1)]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(s.terminal for s in provider.status(jobs)):
+            assert time.monotonic() < deadline, "the blocks never ended"
+            time.sleep(0.2)
+        provider.status(jobs)
+        errors = [o for o in provider._ledger.observations() if o.kind == "scheduler-error"]
+        assert len(errors) >= 2 and all("res_nsearch error" in o.detail for o in errors)
+        assert [r.failure_class for r in provider.record.jobs()] == ["success", "success"]
+    finally:
+        provider.cancel(jobs)
+        provider.close()
+    assert capsys.readouterr().err.count("cannot ask the scheduler") == 1

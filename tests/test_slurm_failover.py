@@ -74,7 +74,7 @@ def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault
     ledger = Ledger.open(run)
     attempts = ledger.attempts()
     entries = Quarantine.attach(ledger.connection).entries()
-    seen = {(o[2], o[3]) for o in ledger.observations(1)}
+    seen = {(o.kind, o.host) for o in ledger.observations(1)}
     ledger.close()
     assert [e.host.name for e in entries] == [victim]
     assert attempts[0].failure_class == "node_loss"

@@ -21,7 +21,10 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-LAUNCHERS = ("srun", "mpiexec", "mpirun")
+from hotspare import LauncherKind
+
+#: The launchers a task can run under (the embedded ``local`` one is for runs on one machine).
+LAUNCHERS = tuple(k.value for k in LauncherKind if k is not LauncherKind.LOCAL)
 
 
 def mpi_launch(

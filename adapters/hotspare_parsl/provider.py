@@ -40,7 +40,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,9 @@ from hotspare import (
     PatternSet,
     Quarantine,
     QuarantineReason,
+    QueryFailure,
     RetryRow,
+    SchedulerKind,
     SchedulerQuery,
     WorkflowRecord,
     judge_host_lost,
@@ -78,12 +80,12 @@ class ResubmissionLimit(HotspareError):
     """More blocks were asked for in the window than the provider allows."""
 
 
-def _kind(inner: ExecutionProvider) -> str | None:
+def _kind(inner: ExecutionProvider) -> SchedulerKind | None:
     name = type(inner).__name__
     if "Slurm" in name:
-        return "slurm"
+        return SchedulerKind.SLURM
     if "PBS" in name or "Torque" in name:
-        return "pbs"
+        return SchedulerKind.PBS
     return None
 
 
@@ -184,7 +186,9 @@ class FailoverProvider(ExecutionProvider):
         self.quarantine_ttl_s = quarantine_ttl_s
         self.probe_timeout_s = probe_timeout_s
         self._kind = _kind(inner)
-        self._query = query or SchedulerQuery(self._kind, None)
+        #: Scheduler commands that did not answer since the last act step (recorded there, said once).
+        self._query_failures: list[QueryFailure] = []
+        self._query = replace(query or SchedulerQuery(self._kind, None), on_failure=self._query_failures.append)
         self._python = python
         self._lock = threading.Lock()
         self._submits: deque[float] = deque()
@@ -201,6 +205,7 @@ class FailoverProvider(ExecutionProvider):
         if self.simulated_hosts and self._kind is not None:
             raise ValueError("simulated_hosts is for LocalProvider: a batch scheduler names the real hosts")
         self._cancelled: set[str] = set()
+        self._warned = False
 
     # -- what executors and the DFK read and set: the inner provider's own -------------------
     label = property(lambda self: self.inner.label)
@@ -414,7 +419,21 @@ class FailoverProvider(ExecutionProvider):
                 self.inner.cancel([step.block.job_id])
             if step.judgement is not None:
                 self._conclude(step.block, step.judgement)
+        self._record_query_failures()
         self.fold_findings()
+
+    def _record_query_failures(self) -> None:
+        """A scheduler that cannot be asked (a wrong SLURM_CONF, qstat missing) is recorded each time and said
+        once: blocks would otherwise be judged from their output alone without anyone knowing why."""
+        failures, self._query_failures[:] = list(self._query_failures), []
+        for failure in failures:
+            self._ledger.observe(0, time.time(), "scheduler-error", None, str(failure))
+        if failures and not self._warned:
+            self._warned = True
+            message = (f"hotspare: warning: cannot ask the scheduler ({failures[0]}); blocks are judged from their "
+                       f"output alone until it answers")
+            log.warning(message)
+            print(message, file=sys.stderr, flush=True)
 
     def _conclude(self, block: _Block, judgement: JobJudgement) -> None:
         block.judgement = judgement

@@ -23,6 +23,7 @@ from hotspare.errors import (
 from hotspare.evidence import Evidence, ScanResult
 from hotspare.failures import FailureClass
 from hotspare.files import read_tail, write_atomic
+from hotspare.gateway import ProcessRunner, Runner
 from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
 from hotspare.jobs import (
     HOOK_EXIT,
@@ -37,15 +38,17 @@ from hotspare.jobs import (
     lead_left,
     read_outputs,
 )
-from hotspare.ledger import Ledger
+from hotspare.launchers import LauncherKind
+from hotspare.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
 from hotspare.patterns import PatternSet, Role, load_patterns
 from hotspare.policy import Action, Budgets, Decision, History, decide
 from hotspare.pool import Pool, resolve_allocation
 from hotspare.postmortem import Report, build_report
 from hotspare.probe import ProbeResult, probe_hosts
 from hotspare.quarantine import SNAPSHOT_NAME, Entry, Quarantine, QuarantineReason, read_snapshot
+from hotspare.runner import StopCause
 from hotspare.scan import Scanner, scan
-from hotspare.scheduler import JobFacts, SchedulerQuery, unhealthy
+from hotspare.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, unhealthy
 from hotspare.supervisor import RunConfig, Supervisor
 from hotspare.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 
@@ -60,12 +63,15 @@ __all__ = [
     "SNAPSHOT_NAME",
     "Action",
     "AllocationError",
+    "AttemptRow",
     "Blame",
     "Budgets",
     "Checkpoint",
     "Decision",
+    "DecisionRow",
     "Entry",
     "Evidence",
+    "EvidenceRow",
     "ExitStatus",
     "FailureClass",
     "Fault",
@@ -78,23 +84,30 @@ __all__ = [
     "JobFacts",
     "JobJudgement",
     "JobRow",
+    "LauncherKind",
     "Ledger",
+    "ObservationRow",
     "PatternError",
     "PatternSet",
     "Pool",
     "PreflightError",
     "ProbeResult",
+    "ProcessRunner",
     "Quarantine",
     "QuarantineReason",
+    "QueryFailure",
     "Report",
     "RetryRow",
     "RetryScope",
     "Role",
     "RunConfig",
+    "Runner",
     "ScanResult",
     "Scanner",
     "SchedulerFacts",
+    "SchedulerKind",
     "SchedulerQuery",
+    "StopCause",
     "Supervisor",
     "TaskJudgement",
     "Verdict",

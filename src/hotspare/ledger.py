@@ -115,18 +115,8 @@ class DecisionRow:
     quarantine_reason: str | None
 
 
-class _Indexable:
-    """Row fields by position too, as the bare tuples these rows replace were read (``o[2]``); new code reads
-    the named fields. Kept while callers outside this package's own modules still index."""
-
-    __slots__ = ()
-
-    def __getitem__(self, index: int | slice) -> Any:
-        return tuple(getattr(self, name) for name in self.__dataclass_fields__)[index]  # type: ignore[attr-defined]
-
-
 @dataclass(frozen=True, slots=True)
-class EvidenceRow(_Indexable):
+class EvidenceRow:
     """One piece of an attempt's evidence as recorded: where in the log, which pattern, its role, the host."""
 
     line: int
@@ -138,7 +128,7 @@ class EvidenceRow(_Indexable):
 
 
 @dataclass(frozen=True, slots=True)
-class ObservationRow(_Indexable):
+class ObservationRow:
     """Something seen outside the log: a probe answer, a scheduler report or error, a claim, a readmission."""
 
     attempt: int
