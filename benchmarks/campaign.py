@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hotspare.trainer import fault_free_checksum
+from hotspare.sim.trainer import fault_free_checksum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from testbed.cluster import Bed  # the test bed lives beside the tests
@@ -79,7 +79,7 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
         extra = ["--enospc-at", "10"] if kind == "enospc" else []
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
                "--launcher", "srun", "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
-               "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.trainer",
+               "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
                "--steps", str(STEPS), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
                *extra]
         proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -36,7 +36,7 @@ def train(ckpt: str, steps: int, launcher: str, *, parsl_resource_specification:
 
     from hotspare_parsl import mpi_launch  # noqa: PLC0415
 
-    return mpi_launch([sys.executable, "-m", "hotspare.trainer", "--steps", str(steps), "--ckpt-every", "5",
+    return mpi_launch([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(steps), "--ckpt-every", "5",
                        "--ckpt-dir", ckpt, "--step-s", "0.2", "--sync"], launcher=launcher, checkpoint_dir=ckpt)
 
 

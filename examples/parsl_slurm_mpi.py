@@ -31,7 +31,7 @@ def train(ckpt: str, steps: int, parsl_resource_specification: dict | None = Non
 
     from hotspare_parsl import mpi_launch  # noqa: PLC0415
 
-    return mpi_launch([sys.executable, "-m", "hotspare.trainer", "--steps", str(steps), "--ckpt-every", "5",
+    return mpi_launch([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(steps), "--ckpt-every", "5",
                        "--ckpt-dir", ckpt, "--step-s", "0.2", "--sync"], launcher="srun", checkpoint_dir=ckpt)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hotspare.checkpoint import Checkpoint, find_latest, incomplete_reason, parse_step, write_manifest
+from hotspare.act.checkpoint import Checkpoint, find_latest, incomplete_reason, parse_step, write_manifest
 from hotspare.errors import InputError
 
 SHARDS = {"model-0.pt": b"a" * 4096, "model-3.pt": b"b" * 4096, "optim/rank-0.pt": b"c" * 100}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hotspare import ExitStatus, FailureClass, Host, PatternSet, SchedulerFacts, classify, expand_hosts, scan
-from hotspare.classify import Verdict
+from hotspare.evidence.classify import Verdict
 
 SUNSPOT = "hsn.cm.sunspot.alcf.anl.gov"
 

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_cli
 from hotspare import Host
-from hotspare.ledger import Ledger
-from hotspare.quarantine import SNAPSHOT_NAME, Quarantine
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "logs"
 KEYS = {"source", "failure_class", "blamed_hosts", "mentioned_hosts", "retryable", "exclude_hosts", "reason", "evidence"}

@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 
 from hotspare import Host, scan
+from hotspare.act.probe import ProbeResult
+from hotspare.act.runner import StopCause
+from hotspare.decide.judge import Ask, Observations, judge, question, unanswered
+from hotspare.decide.policy import Action, Budgets, History
+from hotspare.decide.pool import Pool
 from hotspare.failures import FailureClass
-from hotspare.judge import Ask, Observations, judge, question, unanswered
-from hotspare.policy import Action, Budgets, History
-from hotspare.pool import Pool
-from hotspare.probe import ProbeResult
-from hotspare.runner import StopCause
 
 POOL = Pool((Host("n1"), Host("n2"), Host("n3")), (Host("n4"),))
 BUDGETS = Budgets(backoff_base_s=0, backoff_max_s=0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host, HostError
-from hotspare.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
+from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
 
 HF = Path("/run/job/active.hostfile")
 # The allocation's spellings: the launcher must see these, not the canonical names.
@@ -29,8 +29,8 @@ ARGV = [
     ("srun", (), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", *CMD]),
     ("srun", ("--gpus-per-task=1",), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", "--gpus-per-task=1", *CMD]),
     ("mpirun", (), ["mpirun", "--hostfile", str(HF), "-n", "8", "--map-by", "ppr:4:node", *CMD]),
-    ("local", (), [sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--", *CMD]),
-    ("local", ("--pids", "/run/job/pids.json"), [sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--pids", "/run/job/pids.json", "--", *CMD]),
+    ("local", (), [sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--", *CMD]),
+    ("local", ("--pids", "/run/job/pids.json"), [sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--pids", "/run/job/pids.json", "--", *CMD]),
 ]
 
 

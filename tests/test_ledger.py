@@ -8,7 +8,7 @@ import pytest
 
 from hotspare import scan
 from hotspare.errors import InputError
-from hotspare.ledger import Ledger, ObservationRow
+from hotspare.record.ledger import Ledger, ObservationRow
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -33,7 +33,6 @@ def test_round_trip(tmp_path: Path) -> None:
     d = again.decisions()[0]
     assert (d.action, d.hosts, d.reason) == ("swap", ("n2",), "n2 out (scraped)")
     assert again.observations(1) == [ObservationRow(attempt=1, at_s=3.0, kind="probe", host="n2", detail="no answer")]
-    assert again.observations(1)[0][2:4] == ("probe", "n2")  # still indexable, as the old tuples were
     assert again.run_config() == {"command": ["true"]}
     again.close()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from hotspare import FailureClass, Host, classify, scan
-from hotspare.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
-from hotspare.local_launcher import death_line, exit_status, parse_faults, rank_env
+from hotspare.act.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
+from hotspare.sim.local_launcher import death_line, exit_status, parse_faults, rank_env
 
 # One raw spelling with a domain and interface suffix: the launcher must print it as given.
 HOSTS = ["x1921c7s0b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov", "x1921c7s1b0n0", "x1921c7s2b0n0"]

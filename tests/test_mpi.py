@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from hotspare.decide.policy import Budgets
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_OK
-from hotspare.ledger import Ledger
-from hotspare.policy import Budgets
-from hotspare.pool import Pool
-from hotspare.quarantine import Quarantine
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import Quarantine
+from hotspare.sim.trainer import fault_free_checksum
 from hotspare.supervisor import RunConfig, Supervisor
-from hotspare.trainer import fault_free_checksum
 
 MPIEXEC = Path(sys.executable).with_name("mpiexec")
 # Keep MPI traffic on loopback (the PyPI wheel's libfabric tcp provider).
@@ -57,7 +57,7 @@ def test_mpiexec_rank_killed_is_swapped_and_resumed(tmp_path: Path, monkeypatch:
     run = tmp_path / "run"
     ckpt = tmp_path / "ckpt"
     config = RunConfig(
-        command=(sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+        command=(sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
                  "--ckpt-dir", str(ckpt), "--step-s", "0.05"),
         allocation=("hostA", "hostB", "hostC"), nhosts=2, launcher="mpiexec", launcher_args=("-launcher", "fork"),
         ppn=2, checkpoint_dir=str(ckpt), idle_timeout_s=30, grace_s=2, probe_timeout_s=10,

@@ -21,8 +21,8 @@ from parsl.executors.high_throughput.errors import ManagerLost
 from parsl.providers import LocalProvider
 
 from hotspare import HOOK_EXIT, HOOK_FAILED, SNAPSHOT_NAME, Host, JobEnd, Quarantine, judge_job, load_patterns
-from hotspare.runner import Completed
-from hotspare.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
+from hotspare.act.runner import Completed
+from hotspare.act.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
 from hotspare_parsl import (
     FailoverProvider,
     ResubmissionLimit,

@@ -22,9 +22,9 @@ from parsl.providers import SlurmProvider, TorqueProvider
 
 from hotspare import Host
 from hotspare.errors import EXIT_NO_RETRY
-from hotspare.ledger import Ledger
-from hotspare.quarantine import SNAPSHOT_NAME, Quarantine, read_snapshot
-from hotspare.trainer import fault_free_checksum
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine, read_snapshot
+from hotspare.sim.trainer import fault_free_checksum
 from hotspare_parsl import FailoverProvider, block_error_handler, mpi_launch, retry_handler
 
 STEPS = 40
@@ -33,7 +33,7 @@ STEPS = 40
 @parsl.bash_app
 def train(ckpt: str, steps: int, stdout: str = "", stderr: str = "",
           parsl_resource_specification: dict | None = None) -> str:  # type: ignore[type-arg]
-    return mpi_launch([sys.executable, "-m", "hotspare.trainer", "--steps", str(steps), "--ckpt-every", "5",
+    return mpi_launch([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(steps), "--ckpt-every", "5",
                        "--ckpt-dir", ckpt, "--step-s", "0.2", "--sync"],
                       launcher="srun", checkpoint_dir=ckpt,
                       options=["--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2"])

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_cli
 from hotspare import PatternError, PatternSet, Role, load_patterns, scan
-from hotspare.patterns import load_pack_text
-from hotspare.patterns.check import check_pack
+from hotspare.evidence.patterns import load_pack_text
+from hotspare.evidence.patterns.check import check_pack
 
 REQUIRED_PACKS = {
     "pals", "slurm", "hydra", "openmpi", "nccl", "gloo", "torchrun", "pbs", "kernel", "python", "filesystem",
@@ -72,7 +72,7 @@ def test_site_pack_from_directory_and_env(tmp_path: Path) -> None:
 
 
 def test_site_pack_from_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An installed distribution's 'hotspare.patterns' entry point contributes its *.toml packs."""
+    """An installed distribution's 'hotspare.evidence.patterns' entry point contributes its *.toml packs."""
     pkg = tmp_path / "acme_packs"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -80,7 +80,7 @@ def test_site_pack_from_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     dist = tmp_path / "acme_packs-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-packs\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[hotspare.patterns]\nacme = acme_packs\n")
+    (dist / "entry_points.txt").write_text("[hotspare.evidence.patterns]\nacme = acme_packs\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("acme_packs", None)
     assert "site" in load_patterns(environ={}).packs

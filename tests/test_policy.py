@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 
 from hotspare import FailureClass, Host
-from hotspare.classify import Blame, Verdict
+from hotspare.decide.policy import Action, Budgets, History, backoff_s, decide
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
-from hotspare.policy import Action, Budgets, History, backoff_s, decide
-from hotspare.pool import Pool
+from hotspare.evidence.classify import Blame, Verdict
 
 H = [Host(f"n{i}") for i in range(1, 6)]
 POOL = Pool(tuple(H[:3]), tuple(H[3:]))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host
+from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import AllocationError
-from hotspare.pool import Pool, resolve_allocation
 
 
 def names(hosts: list[Host]) -> list[str]:

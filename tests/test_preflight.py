@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from hotspare.act.preflight import GIB, OstUsage, check_free_space, default_lfs, parse_lfs_df
 from hotspare.errors import EXIT_USAGE, PreflightError
-from hotspare.preflight import GIB, OstUsage, check_free_space, default_lfs, parse_lfs_df
 
 TIB = 1 << 40
 

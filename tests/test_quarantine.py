@@ -8,7 +8,7 @@ import pytest
 
 from hotspare import Host, Quarantine
 from hotspare.errors import InputError
-from hotspare.quarantine import SNAPSHOT_NAME, QuarantineReason, read_snapshot
+from hotspare.record.quarantine import SNAPSHOT_NAME, QuarantineReason, read_snapshot
 
 
 class Clock:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
-from hotspare.scan import MAX_LINE_BYTES, detect_wrap_width
+from hotspare.evidence.scan import MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
 PATTERNS = load_patterns(environ={})

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host
-from hotspare.runner import Completed
-from hotspare.scheduler import (
+from hotspare.act.runner import Completed
+from hotspare.act.scheduler import (
     SchedulerKind,
     SchedulerQuery,
     parse_duration_s,

@@ -13,11 +13,11 @@ import pytest
 
 from conftest import HOTSPARE
 from hotspare import Host
+from hotspare.act.runner import Completed
+from hotspare.act.scheduler import SchedulerQuery
+from hotspare.decide.policy import Budgets
 from hotspare.errors import EXIT_OK
-from hotspare.ledger import Ledger
-from hotspare.policy import Budgets
-from hotspare.runner import Completed
-from hotspare.scheduler import SchedulerQuery
+from hotspare.record.ledger import Ledger
 from hotspare.supervisor import RunConfig, Supervisor
 
 #: What scontrol printed on this machine with no slurm.conf to find (configless lookup failed), rc 1.

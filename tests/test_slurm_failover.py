@@ -19,9 +19,9 @@ import pytest
 
 from conftest import HOTSPARE
 from hotspare.errors import EXIT_OK
-from hotspare.ledger import AttemptRow, Ledger
-from hotspare.quarantine import Entry, Quarantine
-from hotspare.trainer import fault_free_checksum
+from hotspare.record.ledger import AttemptRow, Ledger
+from hotspare.record.quarantine import Entry, Quarantine
+from hotspare.sim.trainer import fault_free_checksum
 
 STEPS = 40
 #: Each MPI pinned to loopback (the bed's nodes share this machine's network).
@@ -39,7 +39,7 @@ def _launch(bed, tmp: Path, launcher: str = "srun") -> tuple[subprocess.Popen[by
     cmd = ["salloc", "-N4", "--no-kill", str(HOTSPARE), "launch", "--launcher", launcher, "--launcher-cmd", program,
            "--nhosts", "3",
            "--checkpoint-dir", str(ckpt), "--run-dir", str(run), "--backoff", "0.5", "--probe-timeout", "5",
-           "--", sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+           "--", sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
            "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync"]
     proc = subprocess.Popen(cmd, env={**bed.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, run
@@ -150,7 +150,7 @@ PBS_JOB = """#!/bin/bash
 export PBS_NODEFILE=$(generate_pbs_nodefile)
 exec {hotspare} launch --launcher mpiexec --launcher-cmd mpiexec.mpich --launcher-arg=-iface --launcher-arg=lo \\
   --nhosts 3 --checkpoint-dir {ckpt} --run-dir {run} --backoff 0.5 --probe-timeout 5 \\
-  -- {python} -m hotspare.trainer --steps {steps} --ckpt-every 5 --ckpt-dir {ckpt} --step-s 0.2 --sync
+  -- {python} -m hotspare.sim.trainer --steps {steps} --ckpt-every 5 --ckpt-dir {ckpt} --step-s 0.2 --sync
 """
 
 

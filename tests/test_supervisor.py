@@ -18,23 +18,23 @@ import pytest
 
 from conftest import HOTSPARE
 from hotspare import Host
-from hotspare.demo import crash_when
+from hotspare.act.runner import Completed
+from hotspare.act.scheduler import SchedulerQuery
+from hotspare.decide.policy import Budgets
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
-from hotspare.ledger import Ledger
-from hotspare.policy import Budgets
-from hotspare.pool import Pool
-from hotspare.quarantine import Quarantine
-from hotspare.runner import Completed
-from hotspare.scheduler import SchedulerQuery
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import Quarantine
+from hotspare.sim.demo import crash_when
+from hotspare.sim.trainer import advance, fault_free_checksum
 from hotspare.supervisor import RunConfig, Supervisor
-from hotspare.trainer import advance, fault_free_checksum
 
 HOSTS = ("n1", "n2", "n3", "n4")
 STEPS = 30
 
 
 def trainer(ckpt: Path, *extra: str) -> tuple[str, ...]:
-    return (sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+    return (sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
             "--ckpt-dir", str(ckpt), "--step-s", "0.03", *extra)
 
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host
+from hotspare.act.gateway import ProbeHow, Running
+from hotspare.act.probe import ProbeResult
+from hotspare.act.runner import Completed, Outcome, StopCause
+from hotspare.act.scheduler import SchedulerQuery
+from hotspare.decide.policy import Budgets
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_RETRY_ELSEWHERE
-from hotspare.gateway import ProbeHow, Running
-from hotspare.ledger import Ledger
-from hotspare.policy import Budgets
-from hotspare.pool import Pool
-from hotspare.probe import ProbeResult
-from hotspare.quarantine import Quarantine
-from hotspare.runner import Completed, Outcome, StopCause
-from hotspare.scheduler import SchedulerQuery
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import Quarantine
 from hotspare.supervisor import RunConfig, Supervisor
 
 #: Beyond any Linux pid_max (2**22): recorded as the launcher's group, it can never name a real process.

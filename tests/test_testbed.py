@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 
 from hotspare import Host
-from hotspare.runner import capture
-from hotspare.scheduler import SchedulerQuery, unhealthy
+from hotspare.act.runner import capture
+from hotspare.act.scheduler import SchedulerQuery, unhealthy
 
 
 def _srun_hostnames(bed, n: int) -> list[str]:  # type: ignore[no-untyped-def]

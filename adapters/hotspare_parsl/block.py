@@ -85,7 +85,7 @@ def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str
         "HOTSPARE_QUARANTINE": str(snapshot),
         "HOTSPARE_BLOCK_SPARES": ",".join(h.raw for h in spare),
         "HOTSPARE_BLOCK_ACTIVE": ",".join(h.raw for h in active),
-        # The block's MPI tasks share its spares: the first to claim one uses it (hotspare.claims).
+        # The block's MPI tasks share its spares: the first to claim one uses it (hotspare.act.claims).
         "HOTSPARE_SPARE_CLAIMS": str(own / "claims"),
     }
     if environ.get("PBS_NODEFILE"):

@@ -21,7 +21,7 @@ What it adds to the wrapped provider (``inner``):
 * **bounded resubmission**: at most ``max_submits`` blocks per ``window_s`` seconds; beyond that
   ``submit`` raises, so a broken site cannot turn into thousands of jobs.
 
-**One writer per shared file** (:mod:`hotspare.quarantine`): the provider, in the workflow process,
+**One writer per shared file** (:mod:`hotspare.record.quarantine`): the provider, in the workflow process,
 owns ``run_dir/ledger.sqlite`` (the quarantine, each block's record, each failed try) and publishes
 ``run_dir/quarantine.json`` after every change. Block hooks and task supervisors on compute nodes only
 read that snapshot; each writes only its own ``run_dir/blocks/NAME/`` or ``run_dir/tasks/TASK/``, and

@@ -5,8 +5,14 @@ The public API. Adapters (Parsl, Dask) import only what is listed here.
 
 from __future__ import annotations
 
-from hotspare.checkpoint import Checkpoint, find_latest
-from hotspare.classify import Blame, ExitStatus, SchedulerFacts, Verdict, classify
+from hotspare.act.checkpoint import Checkpoint, find_latest
+from hotspare.act.gateway import ProcessRunner, Runner
+from hotspare.act.launchers import LauncherKind
+from hotspare.act.probe import ProbeResult, probe_hosts
+from hotspare.act.runner import StopCause
+from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, unhealthy
+from hotspare.decide.policy import Action, Budgets, Decision, History, decide
+from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_RETRY,
@@ -20,10 +26,11 @@ from hotspare.errors import (
     PatternError,
     PreflightError,
 )
-from hotspare.evidence import Evidence, ScanResult
+from hotspare.evidence.classify import Blame, ExitStatus, SchedulerFacts, Verdict, classify
+from hotspare.evidence.patterns import PatternSet, Role, load_patterns
+from hotspare.evidence.records import Evidence, ScanResult
+from hotspare.evidence.scan import Scanner, scan
 from hotspare.failures import FailureClass
-from hotspare.files import read_tail, write_atomic
-from hotspare.gateway import ProcessRunner, Runner
 from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
 from hotspare.jobs import (
     HOOK_EXIT,
@@ -38,19 +45,12 @@ from hotspare.jobs import (
     lead_left,
     read_outputs,
 )
-from hotspare.launchers import LauncherKind
-from hotspare.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
-from hotspare.patterns import PatternSet, Role, load_patterns
-from hotspare.policy import Action, Budgets, Decision, History, decide
-from hotspare.pool import Pool, resolve_allocation
-from hotspare.postmortem import Report, build_report
-from hotspare.probe import ProbeResult, probe_hosts
-from hotspare.quarantine import SNAPSHOT_NAME, Entry, Quarantine, QuarantineReason, read_snapshot
-from hotspare.runner import StopCause
-from hotspare.scan import Scanner, scan
-from hotspare.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, unhealthy
+from hotspare.record.files import read_tail, write_atomic
+from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
+from hotspare.record.postmortem import Report, build_report
+from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, QuarantineReason, read_snapshot
+from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 from hotspare.supervisor import RunConfig, Supervisor
-from hotspare.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 
 __all__ = [
     "EXIT_INTERRUPTED",

@@ -13,20 +13,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from hotspare.classify import SchedulerFacts, Verdict, classify
-from hotspare.demo import main as demo_main
+from hotspare.act.preflight import check_free_space, default_lfs
+from hotspare.decide.policy import Budgets
+from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
-from hotspare.evidence import Progress, ScanResult
+from hotspare.evidence.classify import SchedulerFacts, Verdict, classify
+from hotspare.evidence.patterns import PatternSet, load_patterns
+from hotspare.evidence.patterns.check import check_pack
+from hotspare.evidence.records import Progress, ScanResult
+from hotspare.evidence.scan import MIN_WRAP_WIDTH, scan
 from hotspare.hosts import Host, expand_hosts, read_hostfile
-from hotspare.ledger import LEDGER_NAME, Ledger
-from hotspare.patterns import PatternSet, load_patterns
-from hotspare.patterns.check import check_pack
-from hotspare.policy import Budgets
-from hotspare.pool import Pool, resolve_allocation
-from hotspare.postmortem import build_report, render
-from hotspare.preflight import check_free_space, default_lfs
-from hotspare.quarantine import read_snapshot
-from hotspare.scan import MIN_WRAP_WIDTH, scan
+from hotspare.record.ledger import LEDGER_NAME, Ledger
+from hotspare.record.postmortem import build_report, render
+from hotspare.record.quarantine import read_snapshot
+from hotspare.sim.demo import main as demo_main
 from hotspare.supervisor import RunConfig, Supervisor
 
 

@@ -14,16 +14,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hotspare.classify import Blame, SchedulerFacts, Verdict, classify
+from hotspare.act.scheduler import JobFacts, unhealthy
 from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
-from hotspare.evidence import Evidence
+from hotspare.evidence.classify import Blame, SchedulerFacts, Verdict, classify
+from hotspare.evidence.patterns import PatternSet
+from hotspare.evidence.records import Evidence
+from hotspare.evidence.scan import scan
 from hotspare.failures import FailureClass
-from hotspare.files import read_tail
 from hotspare.hosts import Host
-from hotspare.patterns import PatternSet
-from hotspare.quarantine import QuarantineReason
-from hotspare.scan import scan
-from hotspare.scheduler import JobFacts, unhealthy
+from hotspare.record.files import read_tail
+from hotspare.record.quarantine import QuarantineReason
 
 #: The line a job's hotspare hook prints on stderr when it fails, before the job exits: the job must not
 #: run on nodes nobody checked. Adapters put it in their prologue; :func:`judge_job` looks for it.

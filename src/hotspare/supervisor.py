@@ -4,12 +4,12 @@
 ``hotspare launch`` is a thin CLI over it. Each attempt's output is teed to
 ``attempt-N.log`` in the run directory and scanned as it arrives. Then, per attempt:
 
-* observe (:mod:`hotspare.observe`): what the launcher, the log, probes and the scheduler say;
-* judge (:mod:`hotspare.judge`): a pure function of those observations, which may ask for one more
+* observe (:mod:`hotspare.act.observe`): what the launcher, the log, probes and the scheduler say;
+* judge (:mod:`hotspare.decide.judge`): a pure function of those observations, which may ask for one more
   (probe the hosts, ask the walltime) before its verdict and decision stand;
-* act (:mod:`hotspare.act`): record the verdict, the decision and its reason, then carry it out.
+* act (:mod:`hotspare.act.actor`): record the verdict, the decision and its reason, then carry it out.
 
-Every process (the attempt, probes, scheduler queries) starts through the :class:`~hotspare.gateway.Runner`
+Every process (the attempt, probes, scheduler queries) starts through the :class:`~hotspare.act.gateway.Runner`
 the supervisor is given, so the whole loop runs in tests with a fake one.
 """
 
@@ -23,24 +23,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hotspare.act import Actor, history_from_json
-from hotspare.checkpoint import Checkpoint, find_latest
-from hotspare.claims import SpareClaims
+from hotspare.act.actor import Actor, history_from_json
+from hotspare.act.checkpoint import Checkpoint, find_latest
+from hotspare.act.claims import SpareClaims
+from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
+from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
+from hotspare.act.observe import Observer, Watch
+from hotspare.act.runner import StopCause
+from hotspare.act.scheduler import SchedulerQuery
+from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
+from hotspare.decide.policy import Action, Budgets, History
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED
-from hotspare.evidence import ScanResult
-from hotspare.gateway import ProbeHow, ProcessRunner, Runner, Running
+from hotspare.evidence.patterns import PatternSet, load_patterns
+from hotspare.evidence.records import ScanResult
+from hotspare.evidence.scan import Scanner
 from hotspare.hosts import Host
-from hotspare.judge import Ask, Judgement, Observations, judge, question
-from hotspare.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
-from hotspare.ledger import Ledger
-from hotspare.observe import Observer, Watch
-from hotspare.patterns import PatternSet, load_patterns
-from hotspare.policy import Action, Budgets, History
-from hotspare.pool import Pool
-from hotspare.quarantine import SNAPSHOT_NAME, Quarantine
-from hotspare.runner import StopCause
-from hotspare.scan import Scanner
-from hotspare.scheduler import SchedulerQuery
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class RunConfig:
     command: tuple[str, ...]
     allocation: tuple[str, ...]
     nhosts: int
-    #: Stored as a :class:`~hotspare.launchers.LauncherKind`; its plain name is accepted.
+    #: Stored as a :class:`~hotspare.act.launchers.LauncherKind`; its plain name is accepted.
     launcher: LauncherKind | str = LauncherKind.LOCAL
     #: Extra launcher options, placed before the command (e.g. ``-launcher fork``, ``--cpu-bind``).
     launcher_args: tuple[str, ...] = ()
@@ -68,7 +68,7 @@ class RunConfig:
     #: probed. Low is cheap: nothing is ended on the scheduler's word or on silence alone.
     stall_s: float = 3.0
     quarantine_ttl_s: float | None = None
-    #: A directory shared with other runs holding the same spares (see :mod:`hotspare.claims`).
+    #: A directory shared with other runs holding the same spares (see :mod:`hotspare.act.claims`).
     spare_claims: str | None = None
     #: A quarantine snapshot another process owns (a workflow's ``quarantine.json``): its hosts are kept out
     #: too; it is only ever read. What this run finds goes to its own ``quarantine.json``.
@@ -104,7 +104,7 @@ class RunConfig:
 class Supervisor:
     """Runs one job to success or to a reasoned stop. Construct, then :meth:`run`.
 
-    ``runner`` starts every process of the run (default: :class:`~hotspare.gateway.ProcessRunner`, real
+    ``runner`` starts every process of the run (default: :class:`~hotspare.act.gateway.ProcessRunner`, real
     processes); ``scheduler`` answers node-state and walltime questions (default: the scheduler this job
     runs under, asked through ``runner``). Its failures are recorded and said once on stderr.
     """

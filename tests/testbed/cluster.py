@@ -190,7 +190,7 @@ class Bed:
             todo.extend(_children(pid))
         return found
 
-    def kill_rank(self, node: str, marker: bytes = b"hotspare.trainer") -> int:
+    def kill_rank(self, node: str, marker: bytes = b"hotspare.sim.trainer") -> int:
         """SIGKILL one task on ``node``: the lowest PID whose command line contains ``marker``. Returns it."""
         ranks = []
         for pid in self.node_pids(node):

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hotspare.act.runner import capture
 from hotspare.errors import PreflightError
-from hotspare.runner import capture
 
 GIB = 1 << 30
 #: ``lfs df -h`` divides by 1024 per step: K is KiB, M is MiB, ...

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hotspare.errors import InputError
-from hotspare.evidence import Evidence
-from hotspare.files import open_sqlite
+from hotspare.evidence.records import Evidence
+from hotspare.record.files import open_sqlite
 
 LEDGER_NAME = "ledger.sqlite"
 
@@ -281,5 +281,5 @@ class Ledger:
 
     @property
     def connection(self) -> sqlite3.Connection:
-        """For :meth:`hotspare.quarantine.Quarantine.attach`, which keeps its table in the same file."""
+        """For :meth:`hotspare.record.quarantine.Quarantine.attach`, which keeps its table in the same file."""
         return self._db

@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from hotspare.decide.policy import Budgets
+from hotspare.decide.pool import Pool
 from hotspare.hosts import Host
-from hotspare.ledger import Ledger
-from hotspare.policy import Budgets
-from hotspare.pool import Pool
-from hotspare.postmortem import build_report, render
+from hotspare.record.ledger import Ledger
+from hotspare.record.postmortem import build_report, render
+from hotspare.sim.trainer import fault_free_checksum
 from hotspare.supervisor import RunConfig, Supervisor
-from hotspare.trainer import fault_free_checksum
 
 HOSTS = ("nid0001", "nid0002", "nid0003", "nid0004")
 STEPS = 60
@@ -64,7 +64,7 @@ def run_demo(workdir: Path, *, seed: int | None = None, out: TextIO = sys.stdout
     rng = random.Random(seed)  # noqa: S311 -- picks the demo's victim, not a secret
     ckpt = workdir / "ckpt"
     config = RunConfig(
-        command=(sys.executable, "-m", "hotspare.trainer", "--steps", str(STEPS), "--ckpt-every", str(CKPT_EVERY),
+        command=(sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", str(CKPT_EVERY),
                  "--ckpt-dir", str(ckpt), "--step-s", "0.03"),
         allocation=HOSTS, nhosts=3, launcher="local", ppn=2, checkpoint_dir=str(ckpt),
         idle_timeout_s=30, grace_s=2, probe_timeout_s=5, budgets=Budgets(backoff_base_s=0.5, backoff_max_s=2),

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, render_hostfile, write_hostfile
+from hotspare.act.runner import Completed, capture
 from hotspare.hosts import Host
-from hotspare.launchers import LauncherKind, LaunchSpec, build_argv, render_hostfile, write_hostfile
-from hotspare.runner import Completed, capture
 
 #: What the probe runs on each host: the job's Python, doing nothing.
 PROBE_COMMAND = (sys.executable, "-c", "pass")

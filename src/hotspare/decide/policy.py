@@ -22,11 +22,11 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hotspare.classify import Verdict
+from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.evidence.classify import Verdict
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
-from hotspare.pool import Pool
 
 
 class Action(enum.Enum):

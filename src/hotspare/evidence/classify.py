@@ -27,11 +27,11 @@ import signal
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hotspare.evidence import Evidence, Progress, ScanResult
+from hotspare.act.scheduler import unhealthy
+from hotspare.evidence.patterns import Role
+from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
-from hotspare.patterns import Role
-from hotspare.scheduler import unhealthy
 
 # SLURM job states (sacct/scontrol) and what they mean here; unknown states
 # fall through to the exit status.

@@ -1,6 +1,6 @@
 """The ``local`` launcher: a multi-node launcher simulated on one machine.
 
-``python -m hotspare.local_launcher --hostfile F --ppn N [--pids FILE] -- CMD...``
+``python -m hotspare.sim.local_launcher --hostfile F --ppn N [--pids FILE] -- CMD...``
 starts, for each host of F in order, ``ppn`` ranks of CMD in ONE new process
 group per host (killing the group is that host crashing), with the rank's
 identity in its environment (:func:`rank_env`). ``--pids`` gets ``{host: pgid}``.
@@ -42,8 +42,8 @@ from pathlib import Path
 from types import FrameType
 
 from hotspare.errors import HotspareError
-from hotspare.files import write_atomic
 from hotspare.hosts import Host, read_hostfile
+from hotspare.record.files import write_atomic
 
 PREFIX = "hotspare-local:"
 FAULTS_ENV = "HOTSPARE_LOCAL_FAULTS"
@@ -282,7 +282,7 @@ def _say(line: str) -> None:
 
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Options before ``--``, the command after it (exits 2 with usage if wrong)."""
-    parser = argparse.ArgumentParser(prog="python -m hotspare.local_launcher")
+    parser = argparse.ArgumentParser(prog="python -m hotspare.sim.local_launcher")
     parser.add_argument("--hostfile", type=Path, required=True, help="one host a line (extra columns ignored)")
     parser.add_argument("--ppn", type=int, required=True, help="ranks per host (1 or more)")
     parser.add_argument("--pids", type=Path, help="write {host: process group id} JSON here")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from hotspare.errors import HotspareError, InputError
-from hotspare.files import open_sqlite, write_atomic
 from hotspare.hosts import Host
+from hotspare.record.files import open_sqlite, write_atomic
 
 #: The snapshot a quarantine's owner publishes beside its ledger.
 SNAPSHOT_NAME = "quarantine.json"

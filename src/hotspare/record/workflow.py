@@ -2,7 +2,7 @@
 
 Kept in the workflow's ledger (``ledger.sqlite`` in the workflow directory), written only by the
 workflow process — the Parsl provider and its retry handler, or a Dask cluster — the one owner of
-that directory's shared files (see :mod:`hotspare.quarantine`).
+that directory's shared files (see :mod:`hotspare.record.quarantine`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hotspare.hosts import Host
 from hotspare.jobs import Fault, JobJudgement
-from hotspare.ledger import Ledger
+from hotspare.record.ledger import Ledger
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS jobs (

@@ -4,7 +4,7 @@ The scanner streams input of any size in bounded memory: it works on blocks
 of complete lines, treats ``\\r`` as a segment break (progress bars redraw a
 line many times), drops NULs, and reads bytes as Latin-1 so invalid UTF-8
 cannot raise. One escape-tolerant RE2 prefilter (linear time, see
-:mod:`hotspare.patterns.relax`) finds candidate lines in a whole raw block;
+:mod:`hotspare.evidence.patterns.relax`) finds candidate lines in a whole raw block;
 only those lines are stripped of terminal escapes (they sit inside tokens,
 e.g. ``\\x1b[36miter\\x1b[0m=42``) and matched pattern by pattern. A line
 longer than ``max_line_bytes`` is matched on its head only and the rest
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from hotspare.errors import HostError, InputError
-from hotspare.evidence import Evidence, Progress, Records, ScanResult
+from hotspare.evidence.patterns import Pattern, PatternSet, load_patterns
+from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host, expand_hosts
-from hotspare.patterns import Pattern, PatternSet, load_patterns
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
 MIN_WRAP_WIDTH = 20
@@ -243,7 +243,7 @@ class Spans:
 
 def _prepare(raw: bytes, *, count_lines: bool, strip: bool) -> Block:
     """Make a block. Escapes stay in place: the prefilters tolerate them (see
-    :mod:`hotspare.patterns.relax`) and only candidate lines are cleaned."""
+    :mod:`hotspare.evidence.patterns.relax`) and only candidate lines are cleaned."""
     if strip:
         raw = _clean(raw)
     elif b"\x00" in raw:

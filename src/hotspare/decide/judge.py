@@ -12,14 +12,14 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from hotspare.classify import Blame, Verdict, classify
-from hotspare.evidence import ScanResult
+from hotspare.act.probe import ProbeResult
+from hotspare.act.runner import StopCause
+from hotspare.decide.policy import Action, Budgets, Decision, History, decide
+from hotspare.decide.pool import Pool
+from hotspare.evidence.classify import Blame, Verdict, classify
+from hotspare.evidence.records import ScanResult
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
-from hotspare.policy import Action, Budgets, Decision, History, decide
-from hotspare.pool import Pool
-from hotspare.probe import ProbeResult
-from hotspare.runner import StopCause
 
 #: Why the active hosts are probed after an attempt that named none.
 PROBE_WHY_UNNAMED = "failure with no host named"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hotspare.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
-from hotspare.observe import SCHEDULER_ERROR
+from hotspare.act.observe import SCHEDULER_ERROR
+from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare.errors import HostError
-from hotspare.files import write_atomic
 from hotspare.hosts import Host, is_raw_host
+from hotspare.record.files import write_atomic
 
 
 class LauncherKind(enum.StrEnum):
@@ -44,7 +44,7 @@ LAUNCHERS: dict[LauncherKind, str] = {
     LauncherKind.MPIEXEC: "MPICH Hydra or HPE PALS mpiexec",
     LauncherKind.SRUN: "Slurm srun (one job step)",
     LauncherKind.MPIRUN: "Open MPI mpirun",
-    LauncherKind.LOCAL: "hotspare's one-machine launcher (python -m hotspare.local_launcher)",
+    LauncherKind.LOCAL: "hotspare's one-machine launcher (python -m hotspare.sim.local_launcher)",
 }
 
 
@@ -186,7 +186,7 @@ def _mpirun(spec: LaunchSpec) -> list[str]:
 
 def _local(spec: LaunchSpec) -> list[str]:
     return [
-        spec.program or sys.executable, "-m", "hotspare.local_launcher", "--hostfile", str(spec.hostfile),
+        spec.program or sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(spec.hostfile),
         "--ppn", str(spec.ppn), *spec.extra_args, "--", *spec.command,
     ]
 

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hotspare.errors import InputError
-from hotspare.files import write_atomic
+from hotspare.record.files import write_atomic
 
 MANIFEST = "manifest.json"
 #: Files trainers drop after the last shard is flushed (used only when there is no manifest).

@@ -1,8 +1,8 @@
 """The runner a :class:`~hotspare.supervisor.Supervisor` is given: the one door to processes.
 
 Everything the supervisor does that starts a process goes through a :class:`Runner`: launching an attempt,
-probing hosts, asking the scheduler. :class:`ProcessRunner` is the real one (it uses :mod:`hotspare.runner`,
-the module that starts processes, and :mod:`hotspare.probe`); tests give a fake one and run the whole loop
+probing hosts, asking the scheduler. :class:`ProcessRunner` is the real one (it uses :mod:`hotspare.act.runner`,
+the module that starts processes, and :mod:`hotspare.act.probe`); tests give a fake one and run the whole loop
 without a process.
 """
 
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from hotspare.act.launchers import LauncherKind
+from hotspare.act.probe import ProbeResult, probe_hosts
+from hotspare.act.runner import Completed, Launch, Outcome, StopCause, capture
 from hotspare.hosts import Host
-from hotspare.launchers import LauncherKind
-from hotspare.probe import ProbeResult, probe_hosts
-from hotspare.runner import Completed, Launch, Outcome, StopCause, capture
 
 
 class Running(Protocol):
-    """A started attempt (what :class:`hotspare.runner.Launch` offers once started)."""
+    """A started attempt (what :class:`hotspare.act.runner.Launch` offers once started)."""
 
     @property
     def pid(self) -> int:

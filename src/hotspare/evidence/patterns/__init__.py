@@ -21,7 +21,7 @@ Regexes are RE2 (linear time, no backreferences or lookaround) and are
 matched against bytes as Latin-1, so invalid UTF-8 can never raise.
 
 Sources, later ones replacing earlier packs of the same name: the shipped
-packs, Python entry points in group ``hotspare.patterns``, directories named
+packs, Python entry points in group ``hotspare.evidence.patterns``, directories named
 in ``$HOTSPARE_PATTERNS`` (``os.pathsep``-separated), and ``--patterns DIR``.
 """
 
@@ -40,11 +40,11 @@ from typing import Any
 import re2
 
 from hotspare.errors import PatternError
+from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
-from hotspare.patterns.relax import OSC, relax
 
 ENV_VAR = "HOTSPARE_PATTERNS"
-ENTRY_POINT_GROUP = "hotspare.patterns"
+ENTRY_POINT_GROUP = "hotspare.evidence.patterns"
 
 
 class Role(enum.Enum):
@@ -310,7 +310,7 @@ def _examples(table: Mapping[str, Any], where: str) -> tuple[Example, ...]:
 
 def builtin_packs() -> Iterator[Pack]:
     """The packs shipped inside the package."""
-    root = importlib.resources.files("hotspare.patterns").joinpath("packs")
+    root = importlib.resources.files("hotspare.evidence.patterns").joinpath("packs")
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
             yield load_pack_text(entry.read_text(encoding="utf-8"), f"builtin:{entry.name}")
@@ -330,7 +330,7 @@ def directory_packs(directory: str | Path) -> Iterator[Pack]:
 
 
 def entry_point_packs() -> Iterator[Pack]:
-    """Packs advertised by installed distributions (group ``hotspare.patterns``).
+    """Packs advertised by installed distributions (group ``hotspare.evidence.patterns``).
 
     An entry point names a package holding ``*.toml`` files, or a callable
     returning a directory path.

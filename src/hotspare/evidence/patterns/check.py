@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from hotspare.evidence.patterns import Example, Pack, Pattern, PatternSet, Role
+from hotspare.evidence.scan import Scanner
 from hotspare.hosts import Host, expand_hosts
-from hotspare.patterns import Example, Pack, Pattern, PatternSet, Role
-from hotspare.scan import Scanner
 
 
 def check_pack(pack: Pack) -> tuple[list[str], int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from hotspare.evidence.patterns import Role
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
-from hotspare.patterns import Role
 
 #: Distinct (pattern, host) records kept; beyond this only counts grow.
 MAX_RECORDS = 20_000

@@ -1,6 +1,6 @@
 """Gathering observations: probes and scheduler questions, each answer recorded as it comes.
 
-An :class:`Observer` asks (through the run's :class:`~hotspare.gateway.Runner`) and notes what it saw in the
+An :class:`Observer` asks (through the run's :class:`~hotspare.act.gateway.Runner`) and notes what it saw in the
 ledger at once, so a supervisor killed a moment later leaves the evidence behind; it decides nothing. A
 scheduler command that fails is an observation too (``scheduler-error``), and is said once on stderr:
 otherwise a wrong ``SLURM_CONF`` would switch the scheduler watch off without a word.
@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hotspare.checkpoint import parse_step
-from hotspare.gateway import ProbeHow, Runner
+from hotspare.act.checkpoint import parse_step
+from hotspare.act.gateway import ProbeHow, Runner
+from hotspare.act.probe import ProbeResult
+from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
+from hotspare.decide.judge import Ask, Observations, no_host_answered, probe_why, unanswered
+from hotspare.decide.pool import Pool
+from hotspare.evidence.scan import Scanner
 from hotspare.hosts import Host
-from hotspare.judge import Ask, Observations, no_host_answered, probe_why, unanswered
-from hotspare.pool import Pool
-from hotspare.probe import ProbeResult
-from hotspare.scan import Scanner
-from hotspare.scheduler import QueryFailure, SchedulerQuery, unhealthy
 
 #: Records one observation: (attempt, kind, host or None, detail).
 Note = Callable[[int, str, str | None, str], None]

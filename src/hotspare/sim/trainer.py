@@ -1,6 +1,6 @@
 """A synthetic trainer for demos and tests: deterministic, checkpointing, resumable.
 
-Run under any launcher (``python -m hotspare.trainer --steps 40 --ckpt-dir D``).
+Run under any launcher (``python -m hotspare.sim.trainer --steps 40 --ckpt-dir D``).
 Every rank advances the same hash chain one link per step, so the final
 checksum depends only on the number of steps: a run that fails over and
 resumes from a checkpoint must end with the fault-free checksum. Rank 0 prints
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from hotspare.checkpoint import write_manifest
+from hotspare.act.checkpoint import write_manifest
 
 # Rank and world-size variables of the launchers hotspare drives.
 _RANK_VARS = ("RANK", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PALS_RANKID")

@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hotspare.act.runner import Completed, capture
 from hotspare.errors import HostError
 from hotspare.hosts import Host, expand_hosts
-from hotspare.runner import Completed, capture
 
 # Words in SLURM (DOWN*, IDLE+NOT_RESPONDING, FAIL) and PBS (down, offline, state-unknown)
 # node states that mean the node is not healthy. A trailing '*' is SLURM's "not responding".

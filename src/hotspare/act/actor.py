@@ -12,21 +12,21 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hotspare.checkpoint import Checkpoint
-from hotspare.claims import SpareClaims
+from hotspare.act.checkpoint import Checkpoint
+from hotspare.act.claims import SpareClaims
+from hotspare.act.probe import ProbeResult
+from hotspare.act.runner import StopCause, kill_group
+from hotspare.decide.judge import Judgement, Observations
+from hotspare.decide.policy import Action, History
+from hotspare.decide.pool import Pool
 from hotspare.errors import InputError
-from hotspare.evidence import ScanResult
+from hotspare.evidence.patterns import PatternSet
+from hotspare.evidence.records import ScanResult
+from hotspare.evidence.scan import scan
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
-from hotspare.judge import Judgement, Observations
-from hotspare.ledger import Ledger
-from hotspare.patterns import PatternSet
-from hotspare.policy import Action, History
-from hotspare.pool import Pool
-from hotspare.probe import ProbeResult
-from hotspare.quarantine import Quarantine
-from hotspare.runner import StopCause, kill_group
-from hotspare.scan import scan
+from hotspare.record.ledger import Ledger
+from hotspare.record.quarantine import Quarantine
 
 
 class Actor:

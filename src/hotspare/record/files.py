@@ -1,6 +1,6 @@
 """The few ways hotspare touches files that others read: atomic replacement, output tails, SQLite.
 
-One writer per shared file is the rule (see :mod:`hotspare.quarantine`); these helpers are how that
+One writer per shared file is the rule (see :mod:`hotspare.record.quarantine`); these helpers are how that
 writer publishes and how everyone else reads.
 """
 
