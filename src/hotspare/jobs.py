@@ -79,7 +79,7 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
     scheduler reports down; a job whose hotspare hook failed is a setup error, never a node fault."""
     result = scan(end.output, patterns)
     said = end.facts.state if end.facts else state
-    rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
+    rc = _exit_status(end)
     hook = _hook_failure(end.output)
     if hook is not None:
         verdict = _failed(FailureClass.USER_ERROR, f"the job's hotspare hook failed, so the job stopped rather "
@@ -195,6 +195,19 @@ def judge_task(output: bytes, rc: int | None, patterns: PatternSet) -> TaskJudge
     if verdict.failure_class is FailureClass.USER_ERROR:
         return TaskJudgement(Fault.USER, (), verdict.reason)
     return TaskJudgement(Fault.OTHER, (), verdict.reason)
+
+
+#: Scheduler job states that say the job did not run to its end, whatever exit code the record shows: SLURM
+#: reports a NODE_FAIL job's ExitCode as 0:0 (seen on the bed), which must not read as success.
+_CUT_SHORT = frozenset({"NODE_FAIL", "BOOT_FAIL", "TIMEOUT", "DEADLINE", "PREEMPTED", "CANCELLED", "OUT_OF_MEMORY"})
+
+
+def _exit_status(end: JobEnd) -> int | None:
+    """The job's exit status as evidence: the scheduler's (else the framework's); an exit 0 of a job the
+    scheduler cut short says nothing (then the output and the job state decide)."""
+    rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
+    state = end.facts.state.upper().split()[0] if end.facts and end.facts.state.strip() else ""
+    return None if rc == 0 and state in _CUT_SHORT else rc
 
 
 def _hook_failure(output: bytes) -> str | None:

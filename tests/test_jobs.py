@@ -1,0 +1,118 @@
+"""Job judging (hotspare.jobs): an ended batch job or a failed task judged from the scheduler's record, node states,
+its output and exit status — pure, from tables of real lines, the same for the Parsl and Dask adapters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hotspare import (
+    HOOK_FAILED,
+    Fault,
+    Host,
+    JobEnd,
+    JobFacts,
+    PatternSet,
+    QuarantineReason,
+    judge_host_lost,
+    judge_job,
+    judge_task,
+    lead_left,
+    read_outputs,
+)
+from hotspare.act.scheduler import parse_scontrol_job
+
+N = [Host(f"n{i}") for i in range(1, 5)]
+DATA = Path(__file__).parent / "data"
+
+
+def _facts(line: str) -> JobFacts:
+    facts = parse_scontrol_job(line)
+    assert facts is not None
+    return facts
+
+
+CASES = [
+    # (what, JobEnd, failure class, hosts kept out with reasons)
+    ("output names the dead node (bed capture a2)",
+     JobEnd("3", N[:3], _facts("JobId=3 JobState=NODE_FAIL NodeList=n[1-3] ExitCode=0:0 Reason=NodeDown"),
+            {N[1]: "DOWN*"}, b"srun: error: Node failure on n2\nsrun: error: Node failure on n2\n"),
+     "node_loss", [(N[1], QuarantineReason.SCRAPED)]),
+    ("NODE_FAIL with silent output: the host the scheduler reports down, and only it",
+     JobEnd("4", N[:3], _facts("JobId=4 JobState=NODE_FAIL NodeList=n[1-3] ExitCode=0:0 Reason=NodeDown"),
+            {N[0]: "ALLOCATED", N[1]: "IDLE", N[2]: "DOWN*+NOT_RESPONDING"}, b"parsl worker started\n"),
+     "node_loss", [(N[2], QuarantineReason.SCHEDULER)]),
+    ("NODE_FAIL but nobody reported down: nobody kept out",
+     JobEnd("5", N[:2], _facts("JobId=5 JobState=NODE_FAIL NodeList=n[1-2] ExitCode=0:0"), {N[0]: "IDLE"}, b""),
+     "node_loss", []),
+    ("a user's import error before any progress",
+     JobEnd("6", N[:1], _facts("JobId=6 JobState=FAILED NodeList=n1 ExitCode=1:0"), {},
+            b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'torchh'\n"),
+     "user_error", []),
+    ("a clean end", JobEnd("7", N[:1], _facts("JobId=7 JobState=COMPLETED NodeList=n1 ExitCode=0:0"), {}, b""),
+     "success", []),
+    ("a host the output names that is not the job's is never kept out",
+     JobEnd("8", N[:2], _facts("JobId=8 JobState=FAILED NodeList=n[1-2] ExitCode=1:0"), {},
+            b"srun: error: Node failure on login01\n"),
+     None, []),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_judge_job(case: tuple, patterns: PatternSet) -> None:  # type: ignore[type-arg]
+    """Each ended job gets the documented class and exactly the documented keep-outs, each with its reason."""
+    _, end, fclass, keep = case
+    judged = judge_job(end, patterns)
+    if fclass is not None:
+        assert judged.verdict.failure_class.value == fclass, judged.verdict.reason
+    assert list(judged.keep_out) == keep, judged.verdict.reason
+    assert judged.node_lost == bool(keep) and not judged.hook_failed
+    assert judged.state == (end.facts.state if end.facts else "")
+
+
+def test_a_hook_failure_is_a_setup_error_not_a_node_fault(patterns: PatternSet) -> None:
+    """The hook's line wins over everything else in the output: nobody is kept out."""
+    out = f"srun: error: Node failure on n2\n{HOOK_FAILED}: python -m hotspare_parsl.block exited 2\n".encode()
+    judged = judge_job(JobEnd("9", N[:2], None, {}, out, rc=86), patterns)
+    assert judged.hook_failed and judged.keep_out == () and judged.exit_code == 86
+    assert judged.verdict.failure_class.value == "user_error" and "exited 2" in judged.verdict.reason
+
+
+def test_what_could_not_be_read_is_said(tmp_path: Path, patterns: PatternSet) -> None:
+    """An unreadable output file is named in the verdict's reason; what could be read is judged."""
+    out = tmp_path / "job.out"
+    out.write_bytes(b"x" * 10 + b"\nsrun: error: Node failure on n2\n")
+    data, unread = read_outputs([out, tmp_path / "gone.err", None])
+    assert data.endswith(b"Node failure on n2\n\n") and len(unread) == 1 and "gone.err" in unread[0]
+    judged = judge_job(JobEnd("10", N[:2], None, {}, data, None, unread), patterns)
+    assert judged.keep_out == ((N[1], QuarantineReason.SCRAPED),) and "could not read" in judged.verdict.reason
+
+
+def test_lead_left_a_running_job() -> None:
+    """SLURM keeps a --no-kill job RUNNING on its other nodes when its batch node dies (bed): that is a dead
+    job; a job that still has its lead, or that nobody can describe, is not."""
+    running = _facts((DATA / "slurm-testbed" / "scontrol-job-running-2nodes.txt").read_text())
+    assert lead_left(N[:2], running) is None
+    why = lead_left((N[2], *N[:2]), running)
+    assert why is not None and "n3" in why
+    assert lead_left(N[:2], None) is None and lead_left((), running) is None
+    judged = judge_host_lost("11", (N[2],), why, state="RUNNING")
+    assert judged.keep_out == ((N[2], QuarantineReason.SCHEDULER),) and judged.node_lost
+
+
+TASKS = [
+    (b"srun: error: Node failure on n2\n", 1, Fault.NODE, [N[1]]),
+    (b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'torchh'\n", 1, Fault.USER, []),
+    (b"OSError: [Errno 28] No space left on device\n", 1, Fault.OTHER, []),
+    (b"", 93, Fault.NODE, []),  # the task's supervisor spent the spares; its findings are in its snapshot
+    (b"srun: error: Node failure on n2\n", 3, Fault.USER, []),  # the supervisor already said: do not retry
+    (b"", 1, Fault.OTHER, []),
+]
+
+
+@pytest.mark.parametrize(("output", "rc", "fault", "hosts"), TASKS)
+def test_judge_task(output: bytes, rc: int, fault: Fault, hosts: list[Host], patterns: PatternSet) -> None:
+    """A failed try's output and exit status: node faults (with the hosts), user errors, the rest."""
+    judged = judge_task(output, rc, patterns)
+    assert (judged.fault, [h for h, _ in judged.keep_out]) == (fault, hosts), judged.reason
