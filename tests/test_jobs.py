@@ -95,10 +95,11 @@ def test_lead_left_a_running_job() -> None:
     running = _facts((DATA / "slurm-testbed" / "scontrol-job-running-2nodes.txt").read_text())
     assert lead_left(N[:2], running) is None
     why = lead_left((N[2], *N[:2]), running)
-    assert why is not None and "n3" in why
+    assert why is not None and "n1, n2 only" in why
     assert lead_left(N[:2], None) is None and lead_left((), running) is None
     judged = judge_host_lost("11", (N[2],), why, state="RUNNING")
     assert judged.keep_out == ((N[2], QuarantineReason.SCHEDULER),) and judged.node_lost
+    assert judged.verdict.reason.startswith("node_loss: n3 (the job's lead node")
 
 
 TASKS = [

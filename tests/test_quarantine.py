@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hotspare import Host, Quarantine
+from hotspare import SNAPSHOT_NAME, Host, Quarantine, QuarantineReason, read_snapshot
 from hotspare.errors import InputError
-from hotspare.record.quarantine import SNAPSHOT_NAME, QuarantineReason, read_snapshot
 
 
 class Clock:

@@ -383,8 +383,8 @@ class FailoverProvider(ExecutionProvider):
 
     def _judge(self, block: _Block, hosts: tuple[Host, ...], answer: JobStatus) -> JobJudgement:
         if self.simulated_hosts and answer.state == JobState.CANCELLED and block.job_id not in self._cancelled:
-            return judge_host_lost(block.job_id, block.hosts, "the block's process group was killed from outside: "
-                                   f"simulated host {block.hosts[0].name} powered off", state=answer.state.name)
+            return judge_host_lost(block.job_id, block.hosts, "(a simulated host) powered off: the block's process "
+                                   "group was killed from outside", state=answer.state.name)
         facts = self._query.job_facts(block.job_id) if self._query.kind else None
         if facts is None and self._query.kind:
             log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",

@@ -30,7 +30,7 @@ from hotspare.evidence.classify import Blame, ExitStatus, SchedulerFacts, Verdic
 from hotspare.evidence.patterns import PatternSet, Role, load_patterns
 from hotspare.evidence.records import Evidence, ScanResult
 from hotspare.evidence.scan import Scanner, scan
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
 from hotspare.jobs import (
     HOOK_EXIT,
@@ -48,7 +48,7 @@ from hotspare.jobs import (
 from hotspare.record.files import read_tail, write_atomic
 from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
 from hotspare.record.postmortem import Report, build_report
-from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, QuarantineReason, read_snapshot
+from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, read_snapshot
 from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 from hotspare.supervisor import RunConfig, Supervisor
 

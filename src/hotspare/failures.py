@@ -1,4 +1,4 @@
-"""Failure classes and what each one means operationally.
+"""Failure classes and what each one means operationally; why a host is kept out.
 
 The class names are shared vocabulary (PRODUCT.md). Each member answers the
 three questions a supervisor asks: retry at all? keep the named hosts out?
@@ -66,3 +66,27 @@ _NOT_RETRYABLE = frozenset(
 # shared-infrastructure trouble: banning the reporting node would retire a
 # healthy host (Arvados review: Keep errors are tempfails, no ban).
 _HOST_FAULTS = frozenset({FailureClass.NODE_LOSS, FailureClass.RANK_KILLED, FailureClass.GPU_HW})
+
+
+class QuarantineReason(enum.StrEnum):
+    """Why a host is kept out (the words of PRODUCT.md)."""
+
+    #: A log line names the host as the origin of a node fault.
+    SCRAPED = "scraped"
+    #: The host did not answer a probe that its peers answered.
+    PROBED = "probed"
+    #: The scheduler reports the node down/not responding (or ended the job NODE_FAIL) and a second
+    #: signal agreed (a failed probe, the job's own end).
+    SCHEDULER = "scheduler"
+    #: The host was active in ``strikes`` unattributed failures that its peers were not all part of.
+    STRIKES = "strikes"
+    #: Swapped out without evidence, only because ``--blind-rotation`` allowed it.
+    BLIND = "blind"
+
+    @classmethod
+    def parse(cls, text: str) -> QuarantineReason:
+        """The member named ``text``; ValueError naming the choices otherwise."""
+        try:
+            return cls(text)
+        except ValueError:
+            raise ValueError(f"quarantine reason {text!r}: use one of {sorted(m.value for m in cls)}") from None

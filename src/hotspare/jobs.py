@@ -15,15 +15,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hotspare.act.scheduler import JobFacts, unhealthy
+from hotspare.decide.judge import blame
 from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
-from hotspare.evidence.classify import Blame, SchedulerFacts, Verdict, classify
+from hotspare.evidence.classify import SchedulerFacts, Verdict, classify
 from hotspare.evidence.patterns import PatternSet
 from hotspare.evidence.records import Evidence
 from hotspare.evidence.scan import scan
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 from hotspare.record.files import read_tail
-from hotspare.record.quarantine import QuarantineReason
 
 #: The line a job's hotspare hook prints on stderr when it fails, before the job exits: the job must not
 #: run on nodes nobody checked. Adapters put it in their prologue; :func:`judge_job` looks for it.
@@ -90,9 +90,8 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
     if end.facts is not None and end.facts.node_failed and not verdict.exclude_hosts:
         down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
         if down:
-            names = ", ".join(h.name for h in down)
             verdict = blame(verdict, down, QuarantineReason.SCHEDULER,
-                            f"the scheduler ended the job NODE_FAIL; {names} reported down")
+                            "reported down by the scheduler, which ended the job NODE_FAIL")
     if end.unread:
         verdict = replace(verdict, reason=f"{verdict.reason} (could not read: {'; '.join(end.unread)})")
     return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said, rc)
@@ -101,7 +100,7 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
 def judge_host_lost(job_id: str, hosts: Sequence[Host], why: str, *, state: str,
                     reason: QuarantineReason = QuarantineReason.SCHEDULER) -> JobJudgement:
     """A job lost with ``hosts`` on a signal from outside its output (the scheduler dropped its lead node, a
-    simulated host powered off): a node loss blaming exactly those hosts."""
+    simulated host powered off): a node loss blaming exactly those hosts; ``why`` reads after their names."""
     verdict = blame(_failed(FailureClass.UNKNOWN, why, ()), tuple(hosts), reason, why)
     return JobJudgement(job_id, verdict, keep_out(verdict), (), state)
 
@@ -112,28 +111,14 @@ def lead_left(hosts: Sequence[Host], facts: JobFacts | None) -> str | None:
     the walltime. None while the lead is still one of the job's nodes, or when nobody can tell."""
     if not hosts or facts is None or facts.state != "RUNNING" or not facts.hosts or hosts[0] in facts.hosts:
         return None
-    return (f"the job's lead node {hosts[0].name} (its batch script) left the job: the scheduler kept it running "
-            f"on {', '.join(h.name for h in facts.hosts)} only")
-
-
-def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: QuarantineReason, why: str) -> Verdict:
-    """``verdict`` turned into a node loss of ``hosts``, found outside the log (a probe, the scheduler)."""
-    return replace(verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
-                   blamed=tuple(Blame(h, reason.value, ()) for h in hosts),
-                   reason=f"{FailureClass.NODE_LOSS.value}: {why}")
+    return (f"(the job's lead node, where its batch script ran) left the job: the scheduler kept it running on "
+            f"{', '.join(h.name for h in facts.hosts)} only")
 
 
 def keep_out(verdict: Verdict) -> tuple[tuple[Host, QuarantineReason], ...]:
     """The verdict's hosts to keep out, each with the quarantine reason its blame carries."""
     reasons = {b.host: b.reason for b in verdict.blamed}
-    out = []
-    for host in verdict.exclude_hosts:
-        try:
-            why = QuarantineReason.parse(reasons.get(host, "scraped"))
-        except ValueError:
-            why = QuarantineReason.SCRAPED
-        out.append((host, why))
-    return tuple(out)
+    return tuple((host, reasons.get(host, QuarantineReason.SCRAPED)) for host in verdict.exclude_hosts)
 
 
 def render_evidence(evidence: Iterable[Evidence], limit: int = 20) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from hotspare.errors import InputError
 from hotspare.evidence.patterns import PatternSet
 from hotspare.evidence.records import ScanResult
 from hotspare.evidence.scan import scan
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 from hotspare.record.ledger import Ledger
 from hotspare.record.quarantine import Quarantine
@@ -78,7 +78,7 @@ class Actor:
                                  delay_s=decision.delay_s,
                                  quarantine_reason=decision.quarantine_reason if decision.swap_out else None)
         for host in decision.swap_out:
-            self.quarantine.add(host, decision.quarantine_reason or "scraped", attempt=number,
+            self.quarantine.add(host, decision.quarantine_reason or QuarantineReason.SCRAPED, attempt=number,
                                 ttl_s=self.quarantine_ttl_s, detail=verdict.reason)
         new_pool = pool.swap(decision.swap_out) if decision.action is Action.SWAP else pool
         self.claim(number, new_pool)

@@ -18,7 +18,7 @@ from hotspare.decide.policy import Action, Budgets, Decision, History, decide
 from hotspare.decide.pool import Pool
 from hotspare.evidence.classify import Blame, Verdict, classify
 from hotspare.evidence.records import ScanResult
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 
 #: Why the active hosts are probed after an attempt that named none.
@@ -104,8 +104,9 @@ def no_host_answered(dead: Sequence[Host], active: Sequence[Host]) -> bool:
     return len(active) > 1 and set(dead) >= set(active)
 
 
-def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: str, why: str) -> Verdict:
-    """The verdict with ``hosts`` blamed for a node loss found outside the log (probe, scheduler)."""
+def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: QuarantineReason, why: str) -> Verdict:
+    """The verdict with ``hosts`` blamed for a node loss found outside the log (a probe, the scheduler, a job
+    that lost its lead node); ``why`` reads after the host names."""
     names = ", ".join(h.name for h in hosts)
     return replace(
         verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
@@ -119,9 +120,9 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
         return replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
                        exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
     if obs.stopped_by is StopCause.SCHEDULER and obs.scheduler_blamed:
-        verdict = blame(verdict, obs.scheduler_blamed, "scheduler",
+        verdict = blame(verdict, obs.scheduler_blamed, QuarantineReason.SCHEDULER,
                         "reported unhealthy by the scheduler while stalled, and failed a probe")
     dead = unanswered(obs.probes, pool.active) if obs.probes is not None else ()
     if dead:
-        verdict = blame(verdict, dead, "probed", f"did not answer a probe ({obs.probe_why})")
+        verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why})")
     return verdict

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
 from hotspare.evidence.classify import Verdict
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 
 
@@ -102,7 +102,7 @@ class Decision:
     reason: str
     swap_out: tuple[Host, ...] = ()
     #: Why the swapped hosts are kept out: scraped, probed, scheduler, strikes, blind.
-    quarantine_reason: str | None = None
+    quarantine_reason: QuarantineReason | None = None
     delay_s: float = 0.0
     exit_code: int | None = None
     #: The in-place budget an in-place retry spends: its own class for storage/network/preemption, ``UNKNOWN``
@@ -167,12 +167,14 @@ def _final(
     return None
 
 
-def _blame_reason(verdict: Verdict, named: tuple[Host, ...]) -> str:
+def _blame_reason(verdict: Verdict, named: tuple[Host, ...]) -> QuarantineReason:
     reasons = {b.reason for b in verdict.blamed if b.host in named}
-    return "scraped" if "scraped" in reasons or not reasons else sorted(reasons)[0]
+    if QuarantineReason.SCRAPED in reasons or not reasons:
+        return QuarantineReason.SCRAPED
+    return sorted(reasons)[0]
 
 
-def _swap(bad: tuple[Host, ...], why: str, pool: Pool, delay: float) -> Decision:
+def _swap(bad: tuple[Host, ...], why: QuarantineReason, pool: Pool, delay: float) -> Decision:
     names = ", ".join(h.name for h in bad)
     if len(bad) > len(pool.spare):
         return Decision(Action.STOP, f"{names} failed ({why}) and only {len(pool.spare)} spare(s) left",
@@ -197,12 +199,12 @@ def _unattributed(
 ) -> Decision:
     struck = _struck(pool, history, budgets)
     if struck:
-        return _swap(struck, "strikes", pool, delay)
+        return _swap(struck, QuarantineReason.STRIKES, pool, delay)
     if not history.probed:
         return Decision(Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
     if history.unattributed > 0 and budgets.blind_rotation and pool.spare:
         return Decision(Action.SWAP, f"{pool.active[0].name} out blindly (no evidence; --blind-rotation)",
-                        swap_out=(pool.active[0],), quarantine_reason="blind", delay_s=delay)
+                        swap_out=(pool.active[0],), quarantine_reason=QuarantineReason.BLIND, delay_s=delay)
     # Every failure that named no host, node faults included, spends the one UNKNOWN budget: once it is
     # spent no sick node can be told from a healthy one here, so the job asks to be resubmitted (93).
     return _in_place(FailureClass.UNKNOWN, history, budgets, delay,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from hotspare.act.scheduler import unhealthy
 from hotspare.evidence.patterns import Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
-from hotspare.failures import FailureClass
+from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 
 # SLURM job states (sacct/scontrol) and what they mean here; unknown states
@@ -97,7 +97,7 @@ class Blame:
     """A host held responsible, with the reason and the lines that name it."""
 
     host: Host
-    reason: str
+    reason: QuarantineReason
     evidence: tuple[Evidence, ...]
 
 
@@ -190,7 +190,7 @@ def _node_fault(
     if explained is not None:
         return explained
     first = roots[0]
-    blamed = _blames(roots, "scraped")
+    blamed = _blames(roots, QuarantineReason.SCRAPED)
     names = ", ".join(b.host.name for b in blamed)
     down = {h.name for h in facts.unhealthy()} & {b.host.name for b in blamed} if facts else set()
     also = f"; scheduler reports {', '.join(sorted(down))} down" if down else ""
@@ -251,7 +251,7 @@ def _all_hosts_killed(
     return f"ranks were killed on every host ({len(killed)}): a job-wide kill names no failed node"
 
 
-def _blames(roots: list[Evidence], reason: str) -> tuple[Blame, ...]:
+def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...]:
     by_host: dict[Host, list[Evidence]] = {}
     for ev in roots:
         if ev.host is not None:
@@ -288,7 +288,7 @@ def _scheduler_blame(
     if not down:
         return decision
     names = ", ".join(h.name for h in down)
-    blamed = tuple(Blame(h, "scheduler", ()) for h in down)
+    blamed = tuple(Blame(h, QuarantineReason.SCHEDULER, ()) for h in down)
     return _Decision(decision.failure_class, blamed, f"{decision.reason}; scheduler reports {names} down")
 
 

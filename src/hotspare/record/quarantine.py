@@ -16,7 +16,6 @@ within a directory are atomic on both, so a snapshot is always whole.
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import sqlite3
@@ -27,36 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from hotspare.errors import HotspareError, InputError
+from hotspare.failures import QuarantineReason
 from hotspare.hosts import Host
 from hotspare.record.files import open_sqlite, write_atomic
 
 #: The snapshot a quarantine's owner publishes beside its ledger.
 SNAPSHOT_NAME = "quarantine.json"
 _FORMAT = "hotspare-quarantine/1"
-
-
-class QuarantineReason(enum.StrEnum):
-    """Why a host is kept out (the words of PRODUCT.md)."""
-
-    #: A log line names the host as the origin of a node fault.
-    SCRAPED = "scraped"
-    #: The host did not answer a probe that its peers answered.
-    PROBED = "probed"
-    #: The scheduler reports the node down/not responding (or ended the job NODE_FAIL) and a second
-    #: signal agreed (a failed probe, the job's own end).
-    SCHEDULER = "scheduler"
-    #: The host was active in ``strikes`` unattributed failures that its peers were not all part of.
-    STRIKES = "strikes"
-    #: Swapped out without evidence, only because ``--blind-rotation`` allowed it.
-    BLIND = "blind"
-
-    @classmethod
-    def parse(cls, text: str) -> QuarantineReason:
-        """The member named ``text``; ValueError naming the choices otherwise."""
-        try:
-            return cls(text)
-        except ValueError:
-            raise ValueError(f"quarantine reason {text!r}: use one of {sorted(m.value for m in cls)}") from None
 
 
 _TABLES = """
