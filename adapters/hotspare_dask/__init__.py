@@ -1,4 +1,27 @@
-"""dask-jobqueue adapter for hotspare (cluster objects arrive with their own issue).
+"""dask-jobqueue adapter for hotspare: ``FailoverSLURMCluster`` and ``FailoverPBSCluster``.
 
-Imports only the public API of :mod:`hotspare`.
+Imports only the public API of :mod:`hotspare`. dask-jobqueue comes with the ``dask`` extra
+(``pip install 'hotspare[dask]'``); without it, importing this package says so.
 """
+
+from __future__ import annotations
+
+try:
+    import dask_jobqueue  # noqa: F401 -- checked here so the error names the extra, not a submodule
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError("hotspare_dask needs dask-jobqueue: install the extra with pip install 'hotspare[dask]'") from exc
+
+from hotspare_dask.cluster import FailoverPBSCluster, FailoverSLURMCluster
+from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob
+from hotspare_dask.placement import Placement, build_slurm_exclude, choose_pin, pin_pbs_header
+
+__all__ = [
+    "FailoverPBSCluster",
+    "FailoverPBSJob",
+    "FailoverSLURMCluster",
+    "FailoverSLURMJob",
+    "Placement",
+    "build_slurm_exclude",
+    "choose_pin",
+    "pin_pbs_header",
+]

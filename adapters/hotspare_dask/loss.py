@@ -1,0 +1,77 @@
+"""A job whose workers left: what is known of it (read), and what to do about it (a pure decision).
+
+The cluster notices a worker leaving (``_update_worker_status("remove", address)``), waits as dask does
+(``distributed.deploy.lost-worker-timeout``) for a nanny restart to bring the name back, and only then treats
+the job as lost. Retirement (``scale`` down, ``adapt``) is told apart without the scheduler's stimulus: a
+retired job's name has already left ``worker_spec`` when its workers go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from hotspare import FailureClass, Host, HostError, JobJudgement
+
+
+@dataclass(frozen=True, slots=True)
+class LostWorker:
+    """A worker the scheduler removed, with what its identity said while it was still there."""
+
+    address: str
+    #: The worker's name on the scheduler (``X-0``, or ``X-0-1`` with ``--nworkers``).
+    worker_name: str
+    #: The job (spec name) it belongs to; None when the cluster never planned it.
+    job: str | None
+    #: The batch job id (the cluster's record first, else the preload's).
+    job_id: str | None
+    #: The node, as the preload reported it (None without the preload).
+    host: Host | None
+
+
+def identity_host(identity: Mapping[str, object], key: str) -> Host | None:
+    """The host named under ``key`` in a worker identity, or None when absent or not a host name."""
+    value = identity.get(key)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return Host(value)
+    except HostError:
+        return None
+
+
+def still_lost(lost: LostWorker, planned: Iterable[str], present_names: Iterable[str],
+               handled: Iterable[str]) -> bool:
+    """Whether ``lost`` is a job to judge now (pure): still planned (not retired), no worker of that name back
+    (a nanny restart re-registers the same name), and its batch job not judged already (a job with
+    ``--nworkers`` loses several workers at once)."""
+    if lost.job is None or lost.job_id is None or lost.job not in set(planned) or lost.job_id in set(handled):
+        return False
+    return lost.worker_name not in set(present_names)
+
+
+def within_budget(recent_s: Iterable[float], now_s: float, max_submits: int, window_s: float) -> bool:
+    """Whether one more replacement fits: fewer than ``max_submits`` in the last ``window_s`` seconds (pure)."""
+    return sum(1 for t in recent_s if now_s - t < window_s) < max_submits
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """What to do about one lost job: which hosts to keep out (with the judgement's reasons), whether to
+    submit the job again under the same name, and why."""
+
+    job: str
+    judgement: JobJudgement
+    resubmit: bool
+    why: str
+
+
+def decide_replacement(job: str, judgement: JobJudgement, *, budget_left: bool) -> Replacement:
+    """Resubmit a lost job elsewhere unless its own code is to blame or the resubmission budget is spent."""
+    verdict = judgement.verdict
+    if judgement.hook_failed or verdict.failure_class is FailureClass.USER_ERROR:
+        return Replacement(job, judgement, False, f"not resubmitted: a user error ({verdict.reason})")
+    if not budget_left:
+        return Replacement(job, judgement, False, "not resubmitted: max_submits replacements in window_s spent")
+    where = "elsewhere" if judgement.keep_out else "as before"
+    return Replacement(job, judgement, True, f"resubmitted {where}: {verdict.reason}")

@@ -1,0 +1,90 @@
+"""Where one Dask job may run: a frozen value per job, and the pure builders that turn it into header lines.
+
+dask-jobqueue builds one batch script per job from the keyword arguments of the job's spec, so placement
+travels as one more keyword (``placement=``) on a spec built fresh for each job. SLURM can ban hosts
+(``#SBATCH --exclude=``); PBS Pro cannot ("not on host X" has no select syntax), so a PBS job is pinned to
+one host known good (``select=1:host=H:...``), or left unplaced when none is known.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from hotspare import Host
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one job may run: hosts it must not get (SLURM) and the one host it is pinned to (PBS)."""
+
+    exclude: tuple[Host, ...] = ()
+    pin: Host | None = None
+
+    @classmethod
+    def of(cls, exclude: Iterable[Host | str] = (), pin: Host | str | None = None) -> Placement:
+        """A placement from host names or :class:`hotspare.Host` values (validated; duplicates dropped, sorted)."""
+        hosts = {h if isinstance(h, Host) else Host(h) for h in exclude}
+        chosen = pin if isinstance(pin, Host) or pin is None else Host(pin)
+        return cls(tuple(sorted(hosts)), chosen)
+
+
+def build_slurm_exclude(hosts: Sequence[Host]) -> str | None:
+    """The ``#SBATCH --exclude=`` line that keeps a job off ``hosts`` (None when there are none)."""
+    if not hosts:
+        return None
+    return "#SBATCH --exclude=" + ",".join(h.raw for h in hosts)
+
+
+#: A PBS Pro select line (``-l select=1:ncpus=4:mem=8GB``) or a Torque nodes line (``-l nodes=1:ppn=4``).
+_SELECT = re.compile(r"^(#PBS -l select=)1(?=:|$)(\S*)(.*)$", re.MULTILINE)
+_NODES = re.compile(r"^(#PBS -l nodes=)1(?=:|$)(\S*)(.*)$", re.MULTILINE)
+
+
+def pin_pbs_header(header: str, host: Host) -> str:
+    """``header`` with its one-chunk resource line asking for ``host``: ``select=1:host=H:…`` (PBS Pro) or
+    ``nodes=H:…`` (Torque, whose ``nodes=`` takes a host name where the count was).
+
+    A header with neither line (a resource_spec of another shape) raises ValueError naming the fix: pinning
+    silently skipped would send the job anywhere, the dead node included.
+    """
+    match = _SELECT.search(header)
+    if match is not None:
+        line = f"{match.group(1)}1:host={host.raw}{match.group(2)}{match.group(3)}"
+        return header[: match.start()] + line + header[match.end():]
+    match = _NODES.search(header)
+    if match is not None:
+        line = f"{match.group(1)}{host.raw}{match.group(2)}{match.group(3)}"
+        return header[: match.start()] + line + header[match.end():]
+    raise ValueError("cannot pin this PBS job to a host: its header has no '#PBS -l select=1...' or "
+                     "'#PBS -l nodes=1...' line; give resource_spec='select=1:ncpus=N:mem=M' (or leave it unset)")
+
+
+def choose_pin(candidates: Sequence[Host], bad: Iterable[Host], busy: Iterable[Host]) -> Host | None:
+    """The host to pin the next PBS job to: the first candidate neither quarantined nor busy, else the first
+    not quarantined (two jobs may share a node), else None (nothing known good: the job goes unplaced)."""
+    out = set(bad)
+    good = [h for h in candidates if h not in out]
+    taken = set(busy)
+    free = [h for h in good if h not in taken]
+    chosen = free or good
+    return chosen[0] if chosen else None
+
+
+def job_of(worker_name: str, groups: Mapping[str, Sequence[str]]) -> str | None:
+    """The job (spec name) a scheduler-side worker name belongs to: ``X-0`` for ``X-0`` or, with
+    ``--nworkers``, ``X-0-1``; None when it is none of ``groups`` ({spec name: group suffixes})."""
+    if worker_name in groups:
+        return worker_name
+    for job, suffixes in groups.items():
+        if any(worker_name == job + s for s in suffixes):
+            return job
+    return None
+
+
+def job_log_files(names: Iterable[str], job_id: str) -> list[str]:
+    """The names among ``names`` that belong to batch job ``job_id``: SLURM's ``<name>-<id>.out/.err``, PBS's
+    ``<name>.o<id>``/``.e<id>`` (the id not part of a longer number), sorted."""
+    pattern = re.compile(rf"(?<![0-9]){re.escape(job_id)}(?![0-9])")
+    return sorted(n for n in names if pattern.search(n))

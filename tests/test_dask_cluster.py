@@ -1,0 +1,410 @@
+"""hotspare_dask over the real dask-jobqueue: the scripts the failover clusters submit (golden), a fresh spec per
+job, processes always explicit (#691), the worker preload on a real worker, argument checks, the missing extra,
+and a lost job judged, its node quarantined and the job resubmitted elsewhere (no batch system: submit faked)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import pytest
+from distributed import Scheduler, Worker
+
+from hotspare import FailureClass, Host, HostError, JobJudgement, QuarantineReason, SchedulerQuery
+from hotspare.act.runner import Completed
+from hotspare.evidence.classify import Verdict
+from hotspare_dask import (
+    FailoverPBSCluster,
+    FailoverSLURMCluster,
+    FailoverSLURMJob,
+    Placement,
+    build_slurm_exclude,
+    choose_pin,
+    pin_pbs_header,
+)
+from hotspare_dask.loss import LostWorker, decide_replacement, still_lost, within_budget
+from hotspare_dask.placement import job_log_files, job_of
+from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
+
+#: The scheduler and its dashboard on loopback, on free ports: nothing in these tests listens beyond this host.
+LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+
+
+def normalise(script: str, tmp_path: Path, address: str) -> str:
+    """A script with the run's own paths and scheduler address replaced by fixed words (for golden checks)."""
+    return script.replace(sys.executable, "PYTHON").replace(str(tmp_path), "TMP").replace(address, "SCHEDULER")
+
+
+@pytest.fixture
+def slurm(tmp_path: Path) -> Iterator[FailoverSLURMCluster]:
+    cluster = FailoverSLURMCluster(cores=4, memory="4GB", run_dir=tmp_path / "run", log_directory=tmp_path / "logs",
+                                   scheduler_options=LOOPBACK)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def pbs(tmp_path: Path) -> Iterator[FailoverPBSCluster]:
+    cluster = FailoverPBSCluster(cores=4, memory="4GB", run_dir=tmp_path / "run", log_directory=tmp_path / "logs",
+                                 hosts=["n1", "n2"], scheduler_options=LOOPBACK)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def submitted_script(cluster: Any) -> str:
+    """The script of the next job exactly as SpecCluster would build it: ``cls(address, **options, name=)``."""
+    name, spec = next(iter(cluster.new_worker_spec().items()))
+    return str(spec["cls"](cluster.scheduler.address, **spec["options"], name=name).job_script())
+
+
+SLURM_GOLDEN = textwrap.dedent("""\
+    #!/usr/bin/env bash
+
+    #SBATCH -J dask-worker
+    #SBATCH -e TMP/logs/dask-worker-%J.err
+    #SBATCH -o TMP/logs/dask-worker-%J.out
+    #SBATCH -n 1
+    #SBATCH --cpus-per-task=4
+    #SBATCH --mem=4G
+    #SBATCH -t 00:30:00{exclude}
+
+    PYTHON -m distributed.cli.dask_worker SCHEDULER --name {name} --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+    """)
+
+
+def test_slurm_script_has_no_exclude_line_while_the_quarantine_is_empty(slurm: FailoverSLURMCluster,
+                                                                        tmp_path: Path) -> None:
+    """The real job_script() and the script of the next job: dask-jobqueue's, --nworkers explicit, the preload."""
+    address = slurm.scheduler.address
+    assert normalise(slurm.job_script(), tmp_path, address) == SLURM_GOLDEN.format(exclude="", name="dummy-name")
+    assert normalise(submitted_script(slurm), tmp_path, address) == SLURM_GOLDEN.format(
+        exclude="", name="FailoverSLURMCluster-0")
+
+
+def test_slurm_script_excludes_exactly_the_quarantined_hosts(slurm: FailoverSLURMCluster, tmp_path: Path) -> None:
+    """After hosts are quarantined, each new job's script bans them (natural order), nothing else changes."""
+    for name in ("n10", "n3"):
+        slurm.quarantine.add(Host(name), QuarantineReason.SCRAPED, detail="test")
+    address = slurm.scheduler.address
+    expected = SLURM_GOLDEN.format(exclude="\n#SBATCH --exclude=n3,n10", name="FailoverSLURMCluster-0")
+    assert normalise(submitted_script(slurm), tmp_path, address) == expected
+    assert "#SBATCH --exclude=n3,n10\n" in slurm.job_script()
+
+
+PBS_GOLDEN = textwrap.dedent("""\
+    #!/usr/bin/env bash
+
+    #PBS -N dask-worker
+    #PBS -l select=1:{pin}ncpus=4:mem=3815MB
+    #PBS -l walltime=00:30:00
+    #PBS -e TMP/logs/
+    #PBS -o TMP/logs/
+
+    PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+    """)
+
+
+def test_pbs_script_is_pinned_to_a_good_host_once_one_is_quarantined(pbs: FailoverPBSCluster, tmp_path: Path) -> None:
+    """PBS cannot exclude: unplaced while nothing is quarantined, then pinned to the first good host given."""
+    address = pbs.scheduler.address
+    assert normalise(submitted_script(pbs), tmp_path, address) == PBS_GOLDEN.format(pin="")
+    pbs.quarantine.add(Host("n1"), QuarantineReason.SCHEDULER, detail="test")
+    assert normalise(submitted_script(pbs), tmp_path, address) == PBS_GOLDEN.format(pin="host=n2:")
+
+
+@pytest.mark.parametrize(("header", "expected"), [
+    ("#PBS -N w\n#PBS -l select=1:ncpus=4:mem=4GB\n#PBS -l walltime=1:00:00",
+     "#PBS -N w\n#PBS -l select=1:host=n7:ncpus=4:mem=4GB\n#PBS -l walltime=1:00:00"),
+    ("#PBS -l select=1", "#PBS -l select=1:host=n7"),
+    ("#PBS -l nodes=1:ppn=4\n#PBS -q debug", "#PBS -l nodes=n7:ppn=4\n#PBS -q debug"),  # Torque
+])
+def test_pin_pbs_header(header: str, expected: str) -> None:
+    """The one-chunk resource line names the host; everything else is kept."""
+    assert pin_pbs_header(header, Host("n7")) == expected
+
+
+@pytest.mark.parametrize("header", ["#PBS -l select=2:ncpus=4", "#PBS -l ncpus=4", "#PBS -N w"])
+def test_pin_pbs_header_refuses_what_it_cannot_pin(header: str) -> None:
+    """A resource line of another shape raises with the fix, rather than send the job anywhere."""
+    with pytest.raises(ValueError, match="give resource_spec='select=1:ncpus=N:mem=M'"):
+        pin_pbs_header(header, Host("n7"))
+
+
+@pytest.mark.parametrize(("candidates", "bad", "busy", "expected"), [
+    (["n1", "n2", "n3"], ["n1"], [], "n2"),
+    (["n1", "n2", "n3"], ["n1"], ["n2"], "n3"),
+    (["n1", "n2"], ["n1"], ["n2"], "n2"),  # only busy ones left: share a node rather than go unplaced
+    (["n1"], ["n1"], [], None),
+    ([], ["n1"], [], None),
+])
+def test_choose_pin(candidates: list[str], bad: list[str], busy: list[str], expected: str | None) -> None:
+    """Not quarantined, then not busy, in the order given."""
+    got = choose_pin([Host(h) for h in candidates], [Host(h) for h in bad], [Host(h) for h in busy])
+    assert got == (Host(expected) if expected else None)
+
+
+def test_build_slurm_exclude_and_hostile_names() -> None:
+    """Host names are validated before they reach a header line: shell and directive syntax is refused."""
+    assert build_slurm_exclude(()) is None
+    assert build_slurm_exclude(Placement.of(["n2", "n1", "N1"]).exclude) == "#SBATCH --exclude=n1,n2"
+    for hostile in ("n1;rm -rf /", "n1 n2", "n1\n#SBATCH --uid=0", "'n1'", "nœud"):
+        with pytest.raises(HostError):
+            Placement.of([hostile])
+
+
+def test_each_job_gets_a_spec_of_its_own(slurm: FailoverSLURMCluster) -> None:
+    """Two successive specs are distinct dicts (dask's are one shared dict), and neither is dask's template."""
+    first, second = slurm.new_worker_spec(), slurm.new_worker_spec()
+    (a,), (b,) = first.values(), second.values()
+    assert a is not b and a["options"] is not b["options"] and a["group"] is not b["group"]
+    assert a["options"] is not slurm.new_spec["options"]
+    a["options"]["placement"] = Placement.of(["n9"])
+    assert b["options"]["placement"] == Placement() and "placement" not in slurm.new_spec["options"]
+
+
+@pytest.mark.parametrize(("cores", "processes", "group"), [
+    (4, None, ["-0", "-1", "-2", "-3"]),  # dask-jobqueue's own default for 4 cores, now explicit
+    (2, None, ["-0", "-1"]),
+    (1, None, None),
+    (8, 2, ["-0", "-1"]),
+])
+def test_processes_always_explicit(tmp_path: Path, cores: int, processes: int | None,
+                                   group: list[str] | None) -> None:
+    """The default split is passed explicitly, so the spec carries the worker names (dask-jobqueue #691)."""
+    kwargs = {} if processes is None else {"processes": processes}
+    cluster = FailoverSLURMCluster(cores=cores, memory="1GB", run_dir=tmp_path, scheduler_options=LOOPBACK,
+                                   **kwargs)
+    try:
+        assert cluster._job_kwargs["processes"] == (processes or len(group or [""]))
+        assert cluster.new_spec.get("group") == group
+        assert ("--nworkers" in cluster.job_script()) == bool(group)
+    finally:
+        cluster.close()
+
+
+def test_users_worker_extra_args_are_kept_and_the_preload_added_once(tmp_path: Path) -> None:
+    """worker_extra_args the user gave stay first; the preload is not added twice."""
+    cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path, scheduler_options=LOOPBACK,
+                                   worker_extra_args=["--lifetime", "55m", "--preload", "hotspare_dask.preload"])
+    try:
+        assert cluster._job_kwargs["worker_extra_args"] == ["--lifetime", "55m", "--preload", "hotspare_dask.preload"]
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize(("kwargs", "fix"), [
+    ({"max_submits": 0}, "max_submits=0: give a whole number >= 1"),
+    ({"max_submits": 2.5}, "max_submits=2.5: give a whole number >= 1"),
+    ({"window_s": 0}, "window_s=0: give seconds > 0"),
+    ({"quarantine_ttl_s": -5}, "quarantine_ttl_s=-5: give seconds > 0, or None"),
+    ({"run_dir": ""}, "run_dir='': give the workflow directory"),
+])
+def test_bad_failover_arguments_name_the_fix(tmp_path: Path, kwargs: dict[str, Any], fix: str) -> None:
+    """Checked before dask starts anything."""
+    settings = {"run_dir": tmp_path, **kwargs}
+    with pytest.raises(ValueError, match=fix.replace("(", r"\(").replace("+", r"\+")):
+        FailoverSLURMCluster(cores=1, memory="1GB", scheduler_options=LOOPBACK, **settings)
+
+
+def test_pbs_hosts_must_be_a_list(tmp_path: Path) -> None:
+    """hosts='n1' (a string) would be read as hosts n, 1: refused with the fix."""
+    with pytest.raises(ValueError, match=r"hosts='n1': give a list of host names, e.g. hosts=\['n1'\]"):
+        FailoverPBSCluster(cores=1, memory="1GB", run_dir=tmp_path, hosts="n1", scheduler_options=LOOPBACK)
+
+
+def test_dask_jobqueues_own_keyword_errors_still_reach_the_user(tmp_path: Path) -> None:
+    """An unknown keyword is refused by dask-jobqueue as before (the failover ones were popped first)."""
+    with pytest.raises(ValueError, match="unexpected keyword argument 'nodes'"):
+        FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path, nodes=3, scheduler_options=LOOPBACK)
+
+
+def test_import_without_dask_jobqueue_names_the_extra() -> None:
+    """The adapter without its extra says what to install."""
+    code = "import sys; sys.modules['dask_jobqueue'] = None\nimport hotspare_dask"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert "pip install 'hotspare[dask]'" in done.stderr
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"SLURMD_NODENAME": "n3", "SLURM_JOB_ID": "41"}, {HOSTNAME_KEY: "n3", JOB_ID_KEY: "41"}),
+    ({"PBS_JOBID": "77.pbs01"}, {HOSTNAME_KEY: "kernel-name", JOB_ID_KEY: "77.pbs01"}),
+    ({}, {HOSTNAME_KEY: "kernel-name"}),
+])
+def test_node_identity(environ: dict[str, str], expected: dict[str, str]) -> None:
+    """SLURM's node name over the kernel's; the batch job id when one is set."""
+    assert node_identity(environ, "kernel-name") == expected
+
+
+def test_preload_reaches_the_scheduler_from_a_real_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real worker started with the preload registers its node and job on a real scheduler (loopback)."""
+    monkeypatch.setenv("SLURMD_NODENAME", "n3")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+
+    async def run() -> dict[str, Any]:
+        async with Scheduler(host="127.0.0.1", dashboard_address=None) as scheduler, \
+                Worker(scheduler.address, host="127.0.0.1", preload=["hotspare_dask.preload"]):
+            (state,) = scheduler.workers.values()
+            return dict(state.extra)
+
+    extra = asyncio.run(asyncio.wait_for(run(), 60))
+    assert extra[HOSTNAME_KEY] == "n3" and extra[JOB_ID_KEY] == "4242"
+
+
+@pytest.mark.parametrize(("worker", "expected"), [
+    ("C-0", "C-0"), ("C-0-1", "C-0"), ("C-1-0", "C-1"), ("C-10-0", "C-10"), ("C-2", None), ("other", None),
+])
+def test_job_of(worker: str, expected: str | None) -> None:
+    """A grouped worker's name maps to its job; names of no planned job map to none."""
+    assert job_of(worker, {"C-0": ["-0", "-1"], "C-1": ["-0"], "C-10": ["-0"]}) == expected
+
+
+def test_job_log_files() -> None:
+    """SLURM's and PBS's file names for job 123, not those of job 1234 or 12."""
+    names = ["dask-worker-123.err", "dask-worker-123.out", "dask-worker.o123", "dask-worker-1234.out",
+             "dask-worker-12.out", "notes.txt"]
+    assert job_log_files(names, "123") == ["dask-worker-123.err", "dask-worker-123.out", "dask-worker.o123"]
+
+
+def test_still_lost_and_budget() -> None:
+    """Judged once per batch job, only while planned and not back; at most max_submits per window."""
+    lost = LostWorker("tcp://127.0.0.1:1", "C-0-1", "C-0", "55", Host("n3"))
+    assert still_lost(lost, ["C-0"], ["C-1-0"], [])
+    assert not still_lost(lost, [], [], [])  # retired: scale() dropped the name first
+    assert not still_lost(lost, ["C-0"], ["C-0-1"], [])  # a nanny restart brought the name back
+    assert not still_lost(lost, ["C-0"], [], ["55"])  # its other worker already had the job judged
+    assert within_budget([0.0, 1.0], 2.0, 3, 10.0) and not within_budget([0.0, 1.0, 2.0], 3.0, 3, 10.0)
+    assert within_budget([0.0, 1.0, 2.0], 12.5, 3, 10.0)
+
+
+def judgement(fclass: FailureClass, hosts: Sequence[Host] = (), *, hook_failed: bool = False) -> JobJudgement:
+    verdict = Verdict(fclass, (), (), (), fclass.retryable, tuple(hosts), f"{fclass.value} here", ())
+    keep = tuple((h, QuarantineReason.SCHEDULER) for h in hosts)
+    return JobJudgement("55", verdict, keep, (), "NODE_FAIL", None, hook_failed=hook_failed)
+
+
+@pytest.mark.parametrize(("judged", "budget", "resubmit"), [
+    (judgement(FailureClass.NODE_LOSS, [Host("n3")]), True, True),
+    (judgement(FailureClass.WALLTIME), True, True),
+    (judgement(FailureClass.USER_ERROR), True, False),
+    (judgement(FailureClass.UNKNOWN, hook_failed=True), True, False),
+    (judgement(FailureClass.NODE_LOSS, [Host("n3")]), False, False),
+])
+def test_decide_replacement(judged: JobJudgement, budget: bool, resubmit: bool) -> None:
+    """Node faults and ordinary ends are resubmitted; user errors and a spent budget are not."""
+    assert decide_replacement("C-0", judged, budget_left=budget).resubmit is resubmit
+
+
+# -- a lost job, end to end through the real cluster (submission faked: no batch system here) ----------------
+
+
+class NoSubmitJob(FailoverSLURMJob):
+    """Submits nothing: job ids from a counter; the scripts it would have submitted and the cancels are kept."""
+
+    ids = itertools.count(7000)
+    scripts: list[str] = []  # noqa: RUF012 -- shared by design: every job of the test's cluster writes here
+    cancelled: list[str] = []  # noqa: RUF012
+
+    async def _submit_job(self, script_filename: str) -> str:
+        self.scripts.append(Path(script_filename).read_text())
+        return f"Submitted batch job {next(self.ids)}"
+
+    @classmethod
+    async def _close_job(cls, job_id: str, cancel_command: str) -> None:
+        cls.cancelled.append(job_id)
+
+
+def scontrol(argv: Sequence[str], timeout_s: float) -> Completed:
+    """scontrol as the bed answers after a node crash: the job NODE_FAIL, its node DOWN*."""
+    if argv[:3] == ["scontrol", "show", "job"]:
+        out = f"JobId={argv[-1]} JobState=NODE_FAIL Reason=NodeDown NodeList=n3 BatchHost=n3 ExitCode=0:0\n"
+    else:
+        out = "NodeName=n3 Arch=x86_64 CoresPerSocket=1 State=DOWN* ThreadsPerCore=1\n"
+    return Completed(tuple(argv), 0, out, "", False)
+
+
+def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsewhere(tmp_path: Path) -> None:
+    """Both workers of a processes=2 job leave (the #691 case dask never replaces): the scheduler's NODE_FAIL and
+    DOWN* node quarantine n3 with the evidence, the job is cancelled and resubmitted under its name with
+    --exclude=n3, and the workflow's record has both jobs."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    query = SchedulerQuery("slurm", None, run=scontrol)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.2s"}):
+        cluster = FailoverSLURMCluster(cores=2, memory="1GB", processes=2, run_dir=tmp_path / "run",
+                                       job_cls=NoSubmitJob, query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = cluster.workers[name].job_id
+            identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"{name}-{k}", HOSTNAME_KEY: "n3",
+                                                          JOB_ID_KEY: job_id} for k in range(2)}
+
+            async def lose() -> None:
+                cluster._update_worker_status("add", {"workers": dict(identities)})
+                for address in identities:
+                    cluster._update_worker_status("remove", address)
+                cluster._update_worker_status("remove", next(iter(identities)))  # again: no KeyError (#5407)
+
+            cluster.sync(lose)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
+            assert "#SBATCH --exclude" not in NoSubmitJob.scripts[0]
+            assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1] and f"--name {name} " in NoSubmitJob.scripts[1]
+            assert NoSubmitJob.cancelled == [job_id]
+            assert list(cluster.worker_spec) == [name] and cluster.workers[name].job_id != job_id
+            (entry,) = cluster.quarantine.entries()
+            assert entry.host == Host("n3") and entry.reason is QuarantineReason.SCHEDULER
+            assert f"batch job {job_id}" in entry.detail
+            assert "n3" in (tmp_path / "run" / "quarantine.json").read_text()
+            wait_for(lambda: len(cluster.record.jobs()) == 2, "the replacement's record")
+            first, second = cluster.record.jobs()
+            assert (first.job_id, first.hosts, first.scheduler_state) == (job_id, ("n3",), "NODE_FAIL")
+            assert second.excluded == ("n3",)
+        finally:
+            cluster.close()
+
+
+def test_a_retired_job_is_not_judged(tmp_path: Path) -> None:
+    """Workers leaving because scale() dropped their job are no loss: nothing quarantined, nothing resubmitted."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    query = SchedulerQuery("slurm", None, run=scontrol)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            address = "tcp://127.0.0.1:9100"
+
+            async def retire() -> None:
+                cluster._update_worker_status("add", {"workers": {address: {"name": name, HOSTNAME_KEY: "n3"}}})
+                cluster.worker_spec.clear()  # what scale(0) does before the workers go
+                cluster._update_worker_status("remove", address)
+
+            cluster.sync(retire)
+            time.sleep(0.5)
+            assert cluster.quarantine.entries() == [] and len(NoSubmitJob.scripts) == 1
+        finally:
+            cluster.close()
