@@ -18,7 +18,18 @@ import dask.config
 import pytest
 from distributed import Scheduler, Worker
 
-from hotspare import FailureClass, Host, HostError, JobJudgement, QuarantineReason, SchedulerQuery
+from hotspare import (
+    HOOK_FAILED,
+    FailureClass,
+    Host,
+    HostError,
+    JobEnd,
+    JobFacts,
+    JobJudgement,
+    PatternSet,
+    QuarantineReason,
+    SchedulerQuery,
+)
 from hotspare.act.runner import Completed
 from hotspare.evidence.classify import Verdict
 from hotspare_dask import (
@@ -30,7 +41,7 @@ from hotspare_dask import (
     choose_pin,
     pin_pbs_header,
 )
-from hotspare_dask.loss import LostWorker, decide_replacement, still_lost, within_budget
+from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
 
@@ -342,6 +353,24 @@ def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def lose_job(cluster: Any, name: str, host: str = "n3") -> str:
+    """Every worker of job ``name`` registers (with the preload's node and job) and then leaves, as when its node
+    dies; a second remove of one address follows (distributed #5407). Returns the job's batch id."""
+    job_id = str(cluster.workers[name].job_id)
+    suffixes = cluster.worker_spec[name].get("group", [""])
+    identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": name + suffix, HOSTNAME_KEY: host, JOB_ID_KEY: job_id}
+                  for k, suffix in enumerate(suffixes)}
+
+    async def lose() -> None:
+        cluster._update_worker_status("add", {"workers": dict(identities)})
+        for address in identities:
+            cluster._update_worker_status("remove", address)
+        cluster._update_worker_status("remove", next(iter(identities)))
+
+    cluster.sync(lose)
+    return job_id
+
+
 def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsewhere(tmp_path: Path) -> None:
     """Both workers of a processes=2 job leave (the #691 case dask never replaces): the scheduler's NODE_FAIL and
     DOWN* node quarantine n3 with the evidence, the job is cancelled and resubmitted under its name with
@@ -356,17 +385,7 @@ def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsew
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            job_id = cluster.workers[name].job_id
-            identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"{name}-{k}", HOSTNAME_KEY: "n3",
-                                                          JOB_ID_KEY: job_id} for k in range(2)}
-
-            async def lose() -> None:
-                cluster._update_worker_status("add", {"workers": dict(identities)})
-                for address in identities:
-                    cluster._update_worker_status("remove", address)
-                cluster._update_worker_status("remove", next(iter(identities)))  # again: no KeyError (#5407)
-
-            cluster.sync(lose)
+            job_id = lose_job(cluster, name)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             assert "#SBATCH --exclude" not in NoSubmitJob.scripts[0]
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1] and f"--name {name} " in NoSubmitJob.scripts[1]
@@ -406,5 +425,135 @@ def test_a_retired_job_is_not_judged(tmp_path: Path) -> None:
             cluster.sync(retire)
             time.sleep(0.5)
             assert cluster.quarantine.entries() == [] and len(NoSubmitJob.scripts) == 1
+        finally:
+            cluster.close()
+
+
+def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path) -> None:
+    """The job's log (read from log_directory by its batch id) says its hotspare hook failed: a user error, so the
+    job is dropped, not resubmitted, and no host is blamed."""
+    NoSubmitJob.scripts.clear()
+    logs = tmp_path / "logs"
+    query = SchedulerQuery("slurm", None, run=lambda argv, t: Completed(tuple(argv), 0, "", "", False))
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       log_directory=logs, query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = str(cluster.workers[name].job_id)
+            (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
+            lose_job(cluster, name)
+            wait_for(lambda: not cluster.worker_spec, "the job dropped")
+            time.sleep(0.3)
+            assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
+            (row,) = cluster.record.jobs()
+            assert row.failure_class == "user_error" and "hook failed" in row.verdict
+        finally:
+            cluster.close()
+
+
+def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_before(tmp_path: Path) -> None:
+    """scontrol failing (the real message of a machine without SLURM configuration): the failure is an observation in
+    the ledger, nobody is blamed without evidence, and the job is resubmitted with the same (empty) exclusions."""
+    NoSubmitJob.scripts.clear()
+    failing = Completed(("scontrol",), 1, "", "scontrol: fatal: Could not establish a configuration source\n", False)
+    query = SchedulerQuery("slurm", None, run=lambda argv, t: failing)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
+            assert "--exclude" not in NoSubmitJob.scripts[1] and cluster.quarantine.entries() == []
+            errors = [o for o in cluster._ledger.observations() if o.kind == "scheduler-error"]
+            assert errors and all("configuration source" in o.detail for o in errors)
+        finally:
+            cluster.close()
+
+
+def test_adapt_submits_each_job_with_its_own_spec(tmp_path: Path) -> None:
+    """adapt(minimum_jobs=2) goes through new_worker_spec: two jobs, two spec dicts, both scripts placed."""
+    NoSubmitJob.scripts.clear()
+    cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                   scheduler_options=LOOPBACK)
+    try:
+        cluster.quarantine.add(Host("n4"), QuarantineReason.PROBED, detail="test")
+        cluster.adapt(minimum_jobs=2, maximum_jobs=2, interval="100ms")
+        wait_for(lambda: len(NoSubmitJob.scripts) == 2, "two jobs")
+        first, second = cluster.worker_spec.values()
+        assert first is not second and first["options"] is not second["options"]
+        assert all("#SBATCH --exclude=n4\n" in script for script in NoSubmitJob.scripts)
+    finally:
+        cluster.close()
+
+
+def end(job_state: str | None, node_state: str) -> JobEnd:
+    facts = None if job_state is None else JobFacts("55", job_state, (Host("n3"),), None, "")
+    return JobEnd("55", (Host("n3"),), facts, {Host("n3"): node_state}, b"", None, ())
+
+
+@pytest.mark.parametrize(("lost", "blamed"), [
+    (end("RUNNING", "DOWN*"), True),  # judged before SLURM ended the job NODE_FAIL: the node's state decides
+    (end("NODE_FAIL", "DOWN*"), True),
+    (end(None, "IDLE+NOT_RESPONDING"), True),  # the scheduler forgot the job, but not the node
+    (end("RUNNING", "MIXED"), False),  # a healthy node: a worker that left is not a node fault
+    (end("COMPLETED", "IDLE"), False),
+])
+def test_judge_lost(patterns: PatternSet, lost: JobEnd, blamed: bool) -> None:
+    """A lost job's host is blamed when the scheduler reports it down, whatever the job's state yet."""
+    judged = judge_lost(lost, patterns)
+    assert judged.node_lost is blamed
+    assert judged.keep_out == (((Host("n3"), QuarantineReason.SCHEDULER),) if blamed else ())
+
+
+def test_a_nanny_restart_is_not_a_loss(tmp_path: Path) -> None:
+    """A worker that comes back under its name (the nanny restarting it in place) is no lost job: nothing
+    judged, cancelled, quarantined or resubmitted."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    query = SchedulerQuery("slurm", None, run=scontrol)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+
+            async def restart() -> None:
+                cluster._update_worker_status("add", {"workers": {"tcp://127.0.0.1:9200": {"name": name}}})
+                cluster._update_worker_status("remove", "tcp://127.0.0.1:9200")
+                cluster._update_worker_status("add", {"workers": {"tcp://127.0.0.1:9201": {"name": name}}})
+
+            cluster.sync(restart)
+            time.sleep(0.5)
+            assert (len(NoSubmitJob.scripts), NoSubmitJob.cancelled, cluster.quarantine.entries()) == (1, [], [])
+        finally:
+            cluster.close()
+
+
+def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_elsewhere(tmp_path: Path) -> None:
+    """processes=1 under adapt(): the lost job is cancelled once (by this cluster, not dask's timer too) and
+    the replacement, not the old spec, is what adapt() keeps running."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    query = SchedulerQuery("slurm", None, run=scontrol)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.adapt(minimum_jobs=1, maximum_jobs=1, interval="50ms")
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
+            time.sleep(0.3)  # several adapt rounds
+            assert len(NoSubmitJob.scripts) == 2 and NoSubmitJob.cancelled == [job_id]
+            assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
         finally:
             cluster.close()

@@ -33,12 +33,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 import dask.config
 from dask_jobqueue.pbs import PBSCluster
 from dask_jobqueue.slurm import SLURMCluster
+from distributed.deploy.cluster import Cluster
 from distributed.deploy.utils import nprocesses_nthreads
 
 from hotspare import (
@@ -48,15 +50,23 @@ from hotspare import (
     Ledger,
     PatternSet,
     Quarantine,
+    QueryFailure,
     SchedulerKind,
     SchedulerQuery,
     WorkflowRecord,
-    judge_job,
     load_patterns,
     read_outputs,
 )
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob
-from hotspare_dask.loss import LostWorker, Replacement, decide_replacement, identity_host, still_lost, within_budget
+from hotspare_dask.loss import (
+    LostWorker,
+    Replacement,
+    decide_replacement,
+    identity_host,
+    judge_lost,
+    still_lost,
+    within_budget,
+)
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY
 
@@ -133,7 +143,11 @@ class _Failover:
         # starts the scheduler, corrects state and scales inside itself.
         self.run_dir, self.quarantine_ttl_s, self.max_submits, self.window_s = failover_settings(
             run_dir, quarantine_ttl_s, max_submits, window_s)
-        self._query = query or SchedulerQuery(self.scheduler_kind, None)
+        #: Scheduler commands that did not answer since the last act step (recorded there, said once).
+        self._query_failures: list[QueryFailure] = []
+        self._query = replace(query or SchedulerQuery(self.scheduler_kind, None),
+                              on_failure=self._query_failures.append)
+        self._warned = False
         self._patterns: PatternSet = load_patterns()
         self._db_lock = threading.Lock()  # scale() calls in from the user's thread, losses from the loop's
         self._ledger = Ledger.open(self.run_dir)
@@ -162,7 +176,7 @@ class _Failover:
 
     def fresh_spec(self) -> dict[str, Any]:
         """A new spec dict for one job: dask-jobqueue's template copied, with this job's placement."""
-        template: dict[str, Any] = self.new_spec
+        template = self.new_spec
         spec = {"cls": template["cls"], "options": {**template["options"], "placement": self.placement()}}
         if "group" in template:
             spec["group"] = list(template["group"])
@@ -187,8 +201,7 @@ class _Failover:
 
     def _record_submitted(self) -> None:
         """Each newly submitted job in the workflow's record, with the hosts its placement kept out."""
-        workers: dict[str, Any] = self.workers
-        for job in list(workers.values()):
+        for job in list(self.workers.values()):
             job_id = getattr(job, "job_id", None)
             if job_id is None or job_id in self._recorded:
                 continue
@@ -200,15 +213,21 @@ class _Failover:
 
     # -- losses: read, decide, act --------------------------------------------------------------------
     def _update_worker_status(self, op: str, msg: Any) -> None:
-        info: dict[str, Any] = self.scheduler_info
-        workers = info.get("workers", {})
+        workers = self.scheduler_info.get("workers", {})
         if op == "add":
             self._learn_hosts(msg.get("workers", {}))
-        if op == "remove" and msg not in workers:
+        if op != "remove":
+            super()._update_worker_status(op, msg)  # type: ignore[misc]
+            return
+        if msg not in workers:
             return  # distributed #5407: a second remove of an address already gone would raise KeyError
-        lost = self._lost_worker(msg, workers[msg]) if op == "remove" else None
-        super()._update_worker_status(op, msg)  # type: ignore[misc]
-        if lost is not None and lost.job is not None:
+        lost = self._lost_worker(msg, workers[msg])
+        # SpecCluster's own step is skipped: it cancels the job by worker name after the timeout, which misses
+        # grouped names (#691), and its cancel lets adapt() resubmit the old spec before the job is judged. The
+        # job stays in `workers` until _act cancels it and resubmits it placed. Retired jobs (no longer in
+        # worker_spec) are cancelled by _correct_state as before.
+        Cluster._update_worker_status(self, op, msg)  # type: ignore[arg-type,no-untyped-call]
+        if lost.job is not None:
             delay_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
             asyncio.get_running_loop().call_later(delay_s, self._check_lost, lost)
 
@@ -223,12 +242,10 @@ class _Failover:
                     self.record.hosts_learned(job_id, [host])
 
     def _job_of(self, worker_name: str) -> str | None:
-        spec: dict[str, dict[str, Any]] = self.worker_spec
-        return job_of(worker_name, {name: s.get("group", ()) for name, s in spec.items()})
+        return job_of(worker_name, {name: s.get("group", ()) for name, s in self.worker_spec.items()})
 
     def _job_id(self, job: str | None, identity: dict[str, Any]) -> str | None:
-        workers: dict[str, Any] = self.workers
-        known = getattr(workers.get(job), "job_id", None) if job is not None else None
+        known = getattr(self.workers.get(job), "job_id", None) if job is not None else None
         given = identity.get(JOB_ID_KEY)
         return str(known) if known is not None else (str(given) if given else None)
 
@@ -238,8 +255,7 @@ class _Failover:
         return LostWorker(address, name, job, self._job_id(job, identity), identity_host(identity, HOSTNAME_KEY))
 
     def _check_lost(self, lost: LostWorker) -> None:
-        info: dict[str, Any] = self.scheduler_info
-        present = [str(w.get("name")) for w in info.get("workers", {}).values()]
+        present = [str(w.get("name")) for w in self.scheduler_info.get("workers", {}).values()]
         planned = list(self.worker_spec)
         if not still_lost(lost, planned, present, self._handled) or lost.job_id is None:
             return
@@ -249,7 +265,7 @@ class _Failover:
 
     async def _judge_and_replace(self, lost: LostWorker) -> None:
         end = await asyncio.to_thread(self._read_end, lost)  # scheduler commands and files: off the loop
-        judgement = judge_job(end, self._patterns, state="worker lost")
+        judgement = judge_lost(end, self._patterns)
         budget = within_budget(self._replacements, time.monotonic(), self.max_submits, self.window_s)
         self._act(decide_replacement(str(lost.job), judgement, budget_left=budget))
 
@@ -280,21 +296,31 @@ class _Failover:
             for host, reason in judgement.keep_out:
                 self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
             self.record.ended(judgement, time.time())
+            self._record_query_failures()
         log.warning("hotspare: %s; %s", detail, step.why)
-        workers: dict[str, Any] = self.workers
-        job = workers.pop(step.job, None)
+        job = self.workers.pop(step.job, None)
         if job is not None and getattr(job, "job_id", None) == judgement.job_id:
             self._futures.add(asyncio.ensure_future(job.close()))
         elif job is not None:
-            workers[step.job] = job  # already replaced by another job: leave it
+            self.workers[step.job] = job  # already replaced by another job: leave it
             return
-        spec: dict[str, Any] = self.worker_spec
-        if step.resubmit and step.job in spec:
+        if step.resubmit and step.job in self.worker_spec:
             self._replacements.append(time.monotonic())
-            spec[step.job] = self.fresh_spec()  # a new dict: the old one may be shared (dask's template)
+            self.worker_spec[step.job] = self.fresh_spec()  # a new dict: the old one may be dask's shared template
         else:
-            spec.pop(step.job, None)
+            self.worker_spec.pop(step.job, None)
         self._correct_state()
+
+    def _record_query_failures(self) -> None:
+        """A scheduler that cannot be asked is recorded each time and said once: jobs are then judged from their
+        logs alone, and someone should know why."""
+        failures, self._query_failures[:] = list(self._query_failures), []
+        for failure in failures:
+            self._ledger.observe(0, time.time(), "scheduler-error", None, str(failure))
+        if failures and not self._warned:
+            self._warned = True
+            log.warning("hotspare: cannot ask the scheduler (%s); lost jobs are judged from their logs alone until "
+                        "it answers", failures[0])
 
     async def _close(self) -> None:
         await super()._close()  # type: ignore[misc]
@@ -342,6 +368,5 @@ class FailoverPBSCluster(_Failover, PBSCluster):
         return Placement(pin=choose_pin(self.pin_candidates + learned, bad, self._busy_hosts()))
 
     def _busy_hosts(self) -> set[Host]:
-        workers: dict[str, Any] = self.workers
-        live = {str(getattr(j, "job_id", None)) for j in workers.values()}
+        live = {str(getattr(j, "job_id", None)) for j in self.workers.values()}
         return {h for job_id, h in self._hosts_seen.items() if job_id in live}

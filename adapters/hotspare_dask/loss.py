@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from hotspare import FailureClass, Host, HostError, JobJudgement
+from hotspare import (
+    FailureClass,
+    Host,
+    HostError,
+    JobEnd,
+    JobJudgement,
+    PatternSet,
+    judge_host_lost,
+    judge_job,
+    unhealthy,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,26 @@ def identity_host(identity: Mapping[str, object], key: str) -> Host | None:
         return Host(value)
     except HostError:
         return None
+
+
+def judge_lost(end: JobEnd, patterns: PatternSet) -> JobJudgement:
+    """The verdict on a job whose workers left (pure): the core's job judging, and, when that blames nobody,
+    the job's hosts the scheduler already reports down (the workers' loss and the scheduler agree).
+
+    The cluster judges at dask's lost-worker timeout (15 s), about when SLURM marks a crashed node DOWN and
+    before it may have ended the job NODE_FAIL (the bed: 15-19 s), so a job still RUNNING on a DOWN node is
+    common here; the core's judging needs the NODE_FAIL to blame a host without a log line naming it.
+    """
+    judged = judge_job(end, patterns, state="worker lost")
+    if judged.node_lost or judged.hook_failed:
+        return judged
+    down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
+    if not down:
+        return judged
+    states = ", ".join(f"{end.node_states[h]}" for h in down)
+    state = end.facts.state if end.facts is not None else "worker lost"
+    return judge_host_lost(end.job_id, down, f"reported {states} by the scheduler after the job's workers were "
+                           f"lost", state=state)
 
 
 def still_lost(lost: LostWorker, planned: Iterable[str], present_names: Iterable[str],
