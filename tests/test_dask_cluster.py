@@ -34,6 +34,7 @@ from hotspare.act.runner import Completed
 from hotspare.evidence.classify import Verdict
 from hotspare_dask import (
     FailoverPBSCluster,
+    FailoverPBSJob,
     FailoverSLURMCluster,
     FailoverSLURMJob,
     Placement,
@@ -555,5 +556,62 @@ def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_el
             time.sleep(0.3)  # several adapt rounds
             assert len(NoSubmitJob.scripts) == 2 and NoSubmitJob.cancelled == [job_id]
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
+        finally:
+            cluster.close()
+
+
+@pytest.mark.parametrize(("cls", "out", "expected"), [
+    (FailoverPBSJob, "4711.pbs01\n", "4711.pbs01"),  # PBS Pro: qstat -F json keys jobs by the whole id
+    (FailoverPBSJob, "4711\n", "4711"),  # slurm-wlm-torque's qsub
+    (FailoverSLURMJob, "Submitted batch job 4711\n", "4711"),
+])
+def test_job_ids_are_what_the_scheduler_is_asked_with(cls: Any, out: str, expected: str) -> None:
+    """The id kept from the submit command's answer."""
+    job = cls("tcp://127.0.0.1:1", name="x", cores=1, memory="1GB")
+    assert job._job_id_from_submit_output(out) == expected
+
+
+class NoSubmitPBSJob(FailoverPBSJob):
+    """NoSubmitJob for PBS: qsub's answer carries the server name."""
+
+    ids = itertools.count(4711)
+    scripts: list[str] = []  # noqa: RUF012 -- shared by design, as NoSubmitJob's
+
+    async def _submit_job(self, script_filename: str) -> str:
+        self.scripts.append(Path(script_filename).read_text())
+        return f"{next(self.ids)}.pbs01\n"
+
+    @classmethod
+    async def _close_job(cls, job_id: str, cancel_command: str) -> None:
+        pass
+
+
+def pbs_commands(argv: Sequence[str], timeout_s: float) -> Completed:
+    """PBS Pro as it answers after a node died under job 4711.pbs01: the job still R, its node down."""
+    if argv[0] == "qstat":
+        out = '{"Jobs": {"4711.pbs01": {"job_state": "R", "exec_host": "n1/0*1"}}}'
+    else:
+        out = "n1\n     Mom = n1\n     state = down\n     pcpus = 4\n"
+    return Completed(tuple(argv), 0, out, "", False)
+
+
+def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path: Path) -> None:
+    """PBS: qstat (by the whole job id) and pbsnodes say the node is down; n1 is quarantined and the job comes
+    back pinned to n2, the other host the user named."""
+    NoSubmitPBSJob.scripts.clear()
+    query = SchedulerQuery("pbs", None, run=pbs_commands)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverPBSCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", hosts=["n1", "n2"],
+                                     job_cls=NoSubmitPBSJob, query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitPBSJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            assert lose_job(cluster, name, host="n1") == "4711.pbs01"
+            wait_for(lambda: len(NoSubmitPBSJob.scripts) == 2, "the replacement")
+            assert "host=" not in NoSubmitPBSJob.scripts[0]
+            assert "#PBS -l select=1:host=n2:ncpus=1:mem=954MB\n" in NoSubmitPBSJob.scripts[1]
+            (entry,) = cluster.quarantine.entries()
+            assert entry.host == Host("n1") and "reported down by the scheduler" in entry.detail
         finally:
             cluster.close()

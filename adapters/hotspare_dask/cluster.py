@@ -286,7 +286,8 @@ class _Failover:
             names = os.listdir(directory)
         except OSError:
             return []
-        return [Path(directory) / n for n in job_log_files(names, job_id)]
+        # PBS names a job's files by its sequence number (dask-worker.o4711 for job 4711.pbs01).
+        return [Path(directory) / n for n in job_log_files(names, job_id.split(".", 1)[0])]
 
     def _act(self, step: Replacement) -> None:
         """Carry out one decision: quarantine with the evidence, record, and resubmit (or drop) the job."""

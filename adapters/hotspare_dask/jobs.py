@@ -33,9 +33,14 @@ class FailoverSLURMJob(SLURMJob):
 
 class FailoverPBSJob(PBSJob):
     """A PBS job pinned to the placement's host (``select=1:host=H:...``): PBS Pro has no "not on host X"
-    select syntax, so the only way to keep a job off a dead node is to name a good one."""
+    select syntax, so the only way to keep a job off a dead node is to name a good one.
+
+    The job id kept is qsub's whole answer (``4711.pbs01``), not dask-jobqueue's leading digits: ``qstat -x -f
+    -F json`` keys its jobs by the whole id, and qdel takes it as well.
+    """
 
     job_header: str
+    job_id_regexp = r"(?P<job_id>\d+(?:\.[A-Za-z0-9_.-]+)?)"
 
     def __init__(self, *args: Any, placement: Placement | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # dask-jobqueue is untyped
