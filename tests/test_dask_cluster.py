@@ -42,7 +42,7 @@ from hotspare_dask import (
     choose_pin,
     pin_pbs_header,
 )
-from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, still_lost, within_budget
+from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, settled, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
 
@@ -222,6 +222,7 @@ def test_users_worker_extra_args_are_kept_and_the_preload_added_once(tmp_path: P
     ({"window_s": 0}, "window_s=0: give seconds > 0"),
     ({"quarantine_ttl_s": -5}, "quarantine_ttl_s=-5: give seconds > 0, or None"),
     ({"run_dir": ""}, "run_dir='': give the workflow directory"),
+    ({"judge_wait_s": -1}, "judge_wait_s=-1: give seconds >= 0"),
 ])
 def test_bad_failover_arguments_name_the_fix(tmp_path: Path, kwargs: dict[str, Any], fix: str) -> None:
     """Checked before dask starts anything."""
@@ -613,5 +614,51 @@ def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path:
             assert "#PBS -l select=1:host=n2:ncpus=1:mem=954MB\n" in NoSubmitPBSJob.scripts[1]
             (entry,) = cluster.quarantine.entries()
             assert entry.host == Host("n1") and "reported down by the scheduler" in entry.detail
+        finally:
+            cluster.close()
+
+
+
+@pytest.mark.parametrize(("lost", "done"), [
+    (end("RUNNING", "ALLOCATED"), False),  # SLURM has not noticed yet: ask again
+    (end("R", "job-busy"), False),  # PBS likewise
+    (end("RUNNING", "DOWN*"), True),
+    (end("NODE_FAIL", "DOWN*"), True),
+    (end("COMPLETED", "IDLE"), True),
+    (end("F", "free"), True),
+    (end(None, "IDLE"), True),  # the scheduler cannot be asked: nothing more will come
+])
+def test_settled(lost: JobEnd, done: bool) -> None:
+    """A lost job is judged once the scheduler ended it or reports its node down."""
+    assert settled(lost) is done
+
+
+def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
+    """scontrol first still says RUNNING on an ALLOCATED node (SlurmdTimeout not yet passed), then NODE_FAIL and
+    DOWN*: the job is judged on the later answer, so its node is quarantined rather than trusted."""
+    NoSubmitJob.scripts.clear()
+    asked: list[str] = []
+
+    def slow_slurm(argv: Sequence[str], timeout_s: float) -> Completed:
+        asked.append(argv[2])
+        if len(asked) <= 4:  # two rounds of (job, node) before SLURM concludes
+            out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
+                   else "NodeName=n3 State=ALLOCATED\n")
+            return Completed(tuple(argv), 0, out, "", False)
+        return scontrol(argv, timeout_s)
+
+    naps: list[float] = []
+    query = SchedulerQuery("slurm", None, run=slow_slurm)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, sleep=naps.append, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
+            assert naps == [2.0, 2.0] and asked == ["job", "node"] * 3
+            assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
         finally:
             cluster.close()

@@ -35,13 +35,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import dask.config
 from dask_jobqueue.pbs import PBSCluster
 from dask_jobqueue.slurm import SLURMCluster
 from distributed.deploy.cluster import Cluster
-from distributed.deploy.utils import nprocesses_nthreads
 
 from hotspare import (
     SNAPSHOT_NAME,
@@ -64,60 +63,15 @@ from hotspare_dask.loss import (
     decide_replacement,
     identity_host,
     judge_lost,
+    settled,
     still_lost,
     within_budget,
 )
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY
+from hotspare_dask.settings import JUDGE_POLL_S, explicit_job_kwargs, failover_settings
 
 log = logging.getLogger(__name__)
-
-#: dask-jobqueue's own default split of a job's cores into worker processes (distributed leaves it untyped).
-_nprocesses_nthreads = cast(Callable[[int], tuple[int, int]], nprocesses_nthreads)
-
-#: The worker option that loads :mod:`hotspare_dask.preload` in every worker.
-PRELOAD = ("--preload", "hotspare_dask.preload")
-
-
-def failover_settings(run_dir: str | Path, quarantine_ttl_s: float | None, max_submits: int,
-                      window_s: float) -> tuple[Path, float | None, int, float]:
-    """The failover keywords checked (ValueError naming the fix), ``run_dir`` made absolute."""
-    if not str(run_dir).strip():
-        raise ValueError("run_dir='': give the workflow directory that holds the ledger and quarantine.json")
-    if quarantine_ttl_s is not None and quarantine_ttl_s <= 0:
-        raise ValueError(f"quarantine_ttl_s={quarantine_ttl_s!r}: give seconds > 0, or None to keep hosts out "
-                         "until readmitted by hand")
-    if isinstance(max_submits, bool) or not isinstance(max_submits, int) or max_submits < 1:
-        raise ValueError(f"max_submits={max_submits!r}: give a whole number >= 1 (replacements per window_s)")
-    if not window_s > 0:
-        raise ValueError(f"window_s={window_s!r}: give seconds > 0 (the window max_submits counts in)")
-    return Path(run_dir).resolve(), quarantine_ttl_s, max_submits, window_s
-
-
-def explicit_job_kwargs(kwargs: dict[str, Any], config_name: str) -> dict[str, Any]:
-    """The job keywords with ``processes`` explicit and the preload in ``worker_extra_args`` (a new dict).
-
-    ``processes`` left out makes dask-jobqueue split the job into several workers without giving the spec
-    their names (#691); it is computed here as dask-jobqueue would (config, else from ``cores``). Without
-    ``cores`` anywhere it is left out, and dask-jobqueue raises its own error naming both.
-    """
-    out = dict(kwargs)
-    if out.get("processes") is None:
-        processes = dask.config.get(f"jobqueue.{config_name}.processes", None)
-        cores = out.get("cores") or dask.config.get(f"jobqueue.{config_name}.cores", None)
-        if processes is None and cores is not None:
-            processes = _nprocesses_nthreads(cores)[0]
-        if processes is not None:
-            out["processes"] = processes
-    given = out.get("worker_extra_args")
-    if given is None:
-        given = dask.config.get(f"jobqueue.{config_name}.worker-extra-args", None) or out.get("extra") or []
-    args = list(given)
-    if "hotspare_dask.preload" not in args:
-        args += list(PRELOAD)
-    out["worker_extra_args"] = args
-    return out
-
 
 class _Failover:
     """What both failover clusters add; mixed in before dask-jobqueue's cluster class."""
@@ -137,12 +91,14 @@ class _Failover:
     _correct_state: Callable[[], Any]
 
     def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask", quarantine_ttl_s: float | None = None,
-                 max_submits: int = 20, window_s: float = 600.0, query: SchedulerQuery | None = None,
-                 **kwargs: Any) -> None:
+                 max_submits: int = 20, window_s: float = 600.0, judge_wait_s: float = 60.0,
+                 query: SchedulerQuery | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, **kwargs: Any) -> None:
         # Everything the overrides use is set before dask-jobqueue's constructor, which in synchronous mode
         # starts the scheduler, corrects state and scales inside itself.
-        self.run_dir, self.quarantine_ttl_s, self.max_submits, self.window_s = failover_settings(
-            run_dir, quarantine_ttl_s, max_submits, window_s)
+        self.run_dir, self.quarantine_ttl_s, self.max_submits, self.window_s, self.judge_wait_s = (
+            failover_settings(run_dir, quarantine_ttl_s, max_submits, window_s, judge_wait_s))
+        self._clock, self._sleep = clock, sleep
         #: Scheduler commands that did not answer since the last act step (recorded there, said once).
         self._query_failures: list[QueryFailure] = []
         self._query = replace(query or SchedulerQuery(self.scheduler_kind, None),
@@ -270,7 +226,18 @@ class _Failover:
         self._act(decide_replacement(str(lost.job), judgement, budget_left=budget))
 
     def _read_end(self, lost: LostWorker) -> JobEnd:
-        """What the scheduler and the job's log files say about the lost job (reads only)."""
+        """What the scheduler and the job's log files say about the lost job, once the scheduler has concluded
+        (:func:`settled`) or ``judge_wait_s`` has passed (reads only; runs off the event loop)."""
+        deadline = self._clock() + self.judge_wait_s
+        end = self._read_once(lost)
+        for _ in range(int(self.judge_wait_s / JUDGE_POLL_S) + 1):  # bounded, whatever the clock does
+            if settled(end) or self._clock() >= deadline:
+                break
+            self._sleep(JUDGE_POLL_S)
+            end = self._read_once(lost)
+        return end
+
+    def _read_once(self, lost: LostWorker) -> JobEnd:
         job_id = str(lost.job_id)
         facts = self._query.job_facts(job_id)
         hosts = (lost.host,) if lost.host is not None else (facts.hosts if facts is not None else ())
@@ -334,7 +301,9 @@ class FailoverSLURMCluster(_Failover, SLURMCluster):
 
     Every ``SLURMCluster`` argument, plus ``run_dir`` (the workflow directory: ledger and
     ``quarantine.json``), ``quarantine_ttl_s`` (None: until readmitted by hand), ``max_submits`` and
-    ``window_s`` (at most that many replacements of lost jobs per window) and ``query`` (tests).
+    ``window_s`` (at most that many replacements of lost jobs per window), ``judge_wait_s`` (how long a lost
+    job's judging waits for the scheduler to end it or report its node down) and ``query``, ``clock``,
+    ``sleep`` (tests).
     """
 
     job_cls = FailoverSLURMJob

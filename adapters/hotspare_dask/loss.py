@@ -50,6 +50,19 @@ def identity_host(identity: Mapping[str, object], key: str) -> Host | None:
         return None
 
 
+#: Job states (SLURM's, PBS's one-letter ones) in which the scheduler has not yet concluded the job's end.
+_UNDECIDED = frozenset({"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "R", "Q", "E", "H"})
+
+
+def settled(end: JobEnd) -> bool:
+    """Whether the scheduler has said what it will say about a lost job (pure): it ended the job, it reports one
+    of the job's hosts down, or it cannot be asked (nothing more will come). A job still RUNNING on healthy
+    nodes is not settled: SLURM marks a crashed node DOWN only after SlurmdTimeout."""
+    if end.facts is None or end.facts.state.upper() not in _UNDECIDED:
+        return True
+    return any(unhealthy(end.node_states.get(h, "")) for h in end.hosts)
+
+
 def judge_lost(end: JobEnd, patterns: PatternSet) -> JobJudgement:
     """The verdict on a job whose workers left (pure): the core's job judging, and, when that blames nobody,
     the job's hosts the scheduler already reports down (the workers' loss and the scheduler agree).
