@@ -197,3 +197,12 @@ def test_unreadable_shared_quarantine_is_refused(tmp_path: Path, content: str | 
                      "--run-dir", str(run), "--", "true")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "quarantine" in result.stderr, result.stderr
     assert not run.exists()
+
+
+def test_postmortem_of_a_run_that_never_started_an_attempt(tmp_path: Path) -> None:
+    """A ledger with a run but no attempt (killed before its first launch): a report, not a traceback."""
+    ledger = Ledger.open(tmp_path / "run")
+    ledger.start_run({"command": ["true"]}, 1.0)
+    ledger.close()
+    result = run_cli("postmortem", str(tmp_path / "run"))
+    assert result.returncode == 0 and result.stdout.startswith("run running"), result.stdout + result.stderr

@@ -3,6 +3,7 @@ resubmission bound, PBS host pinning, scheduler job records, and the retry costs
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from parsl.executors import HighThroughputExecutor
 from parsl.executors.high_throughput.errors import ManagerLost
 from parsl.providers import LocalProvider
 
+from conftest import run_cli
 from hotspare import HOOK_EXIT, HOOK_FAILED, SNAPSHOT_NAME, Host, JobEnd, Quarantine, judge_job, load_patterns
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
@@ -213,6 +215,13 @@ def test_pipeline_driver_survives_its_block_by_whole_job_retry(tmp_path: Path) -
     assert done[:2] == ["1@d1", "2@d1"] and done[-1] == "5@d2"
     assert [(r.scope, r.fault.value, r.cost) for r in retries] == [("whole_job", "node", 0.0)]
     assert retries[0].try_s is not None and retries[0].try_s > 0.5
+    # The workflow directory reads back through `hotspare postmortem`: the lost block, the free retry, d1 kept out.
+    shown = run_cli("postmortem", str(tmp_path / "hotspare"))
+    assert shown.returncode == 0, shown.stderr
+    assert "whole_job  node       0" in shown.stdout and "d1 (scheduler)" in shown.stdout, shown.stdout
+    data = json.loads(run_cli("postmortem", "--json", str(tmp_path / "hotspare")).stdout)
+    assert [(r["scope"], r["fault"]) for r in data["retries"]] == [("whole_job", "node")]
+    assert [q["host"] for q in data["quarantine"]] == ["d1"]
 
 
 @pytest.mark.parametrize("python", ["/bin/false", "/nonexistent/python3"])

@@ -26,6 +26,7 @@ from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.record.ledger import LEDGER_NAME, Ledger
 from hotspare.record.postmortem import build_report, render
 from hotspare.record.quarantine import read_snapshot
+from hotspare.record.workflow_report import build_workflow_report, render_workflow
 from hotspare.sim.demo import main as demo_main
 from hotspare.supervisor import RunConfig, Supervisor
 
@@ -71,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_scrape)
 
     _launch_parser(sub)
-    p = sub.add_parser("postmortem", help="report a run: attempts, decisions, incidents")
+    p = sub.add_parser("postmortem", help="report a run (attempts, decisions, incidents) or a workflow directory "
+                       "(its jobs, failed tries and quarantine)")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_postmortem)
@@ -360,10 +362,15 @@ def _postmortem(args: argparse.Namespace) -> int:
         raise InputError(args.run_dir, "not a run directory (no ledger.sqlite)")
     ledger = Ledger.open(args.run_dir)
     try:
-        report = build_report(ledger)
+        # A workflow directory (the Parsl provider's, a Dask cluster's) records jobs, not attempts.
+        workflow = build_workflow_report(ledger) if ledger.run_state() is None else None
+        report = build_report(ledger) if workflow is None else None
     finally:
         ledger.close()
-    print(json.dumps(report.to_json()) if args.json else render(report), end="" if not args.json else "\n")
+    if args.json:
+        print(json.dumps(workflow.to_json() if workflow is not None else report.to_json() if report else {}))
+    else:
+        print(render_workflow(workflow) if workflow is not None else render(report) if report else "", end="")
     return 0
 
 

@@ -75,7 +75,7 @@ def _show_evidence(row: EvidenceRow) -> str:
 
 def _incidents(attempts: list[AttemptRow]) -> list[Incident]:
     found = []
-    for this, nxt in zip(attempts, [*attempts[1:], None], strict=True):
+    for this, nxt in zip(attempts, [*attempts[1:], None][: len(attempts)], strict=True):
         if this.failure_class in (None, "success", "cancelled") or this.ended_s is None:
             continue
         saved = this.checkpoint_s if this.checkpoint_s is not None and this.checkpoint_s > this.started_s else None

@@ -1,0 +1,66 @@
+"""``hotspare postmortem WORKFLOW_DIR``: what a workflow's adapter recorded — each batch job and how it ended, each
+failed try of a task, the hosts the workflow keeps out, and scheduler commands that did not answer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hotspare.record.ledger import Ledger, ObservationRow
+from hotspare.record.quarantine import Entry, Quarantine
+from hotspare.record.workflow import JobRow, RetryRow, WorkflowRecord
+
+_SCHEDULER_ERROR = "scheduler-error"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowReport:
+    """A workflow directory's record, for people and for ``--json``."""
+
+    jobs: list[JobRow]
+    retries: list[RetryRow]
+    quarantine: list[Entry]
+    scheduler_errors: tuple[ObservationRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobs": [asdict(j) for j in self.jobs],
+            "retries": [{**asdict(r), "scope": r.scope.value, "fault": r.fault.value} for r in self.retries],
+            "quarantine": [{"host": e.host.raw, "reason": e.reason.value, "since_s": e.since_s,
+                            "expires_s": e.expires_s, "detail": e.detail} for e in self.quarantine],
+            "scheduler_errors": {"count": len(self.scheduler_errors),
+                                 "first": self.scheduler_errors[0].detail if self.scheduler_errors else None},
+        }
+
+
+def build_workflow_report(ledger: Ledger) -> WorkflowReport | None:
+    """The workflow's record, or None when the ledger holds no workflow (a single run's ledger)."""
+    record = WorkflowRecord(ledger)
+    jobs, retries = record.jobs(), record.retries()
+    if not jobs and not retries:
+        return None
+    errors = tuple(o for o in ledger.observations() if o.kind == _SCHEDULER_ERROR)
+    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors)
+
+
+def render_workflow(report: WorkflowReport) -> str:
+    """The report as text tables."""
+    start = min(j.submitted_s for j in report.jobs) if report.jobs else 0.0
+    lines = ["jobs:", f"  {'job':<12} {'+submitted':>10} {'hosts':<24} {'state':<12} {'class':<12} verdict"]
+    for j in report.jobs:
+        lines.append(f"  {j.job_id[:12]:<12} {j.submitted_s - start:>9.1f}s {','.join(j.hosts)[:24]:<24} "
+                     f"{(j.scheduler_state or '-')[:12]:<12} {(j.failure_class or 'running'):<12} {j.verdict or '-'}")
+    if report.retries:
+        lines += ["", "failed tries:",
+                  f"  {'task':>5} {'try':>4} {'scope':<10} {'fault':<6} {'cost':>5} {'try_s':>7}  why"]
+        for r in report.retries:
+            task, tried = ("-" if v is None else str(v) for v in (r.task_id, r.try_id))
+            try_s = "-" if r.try_s is None else f"{r.try_s:.1f}"
+            lines.append(f"  {task:>5} {tried:>4} {r.scope.value:<10} {r.fault.value:<6} {r.cost:>5g} {try_s:>7}  "
+                         f"{r.reason}")
+    lines += ["", "kept out:" if report.quarantine else "kept out: nobody"]
+    lines += [f"  {e.host.raw} ({e.reason.value}): {e.detail}" for e in report.quarantine]
+    if report.scheduler_errors:
+        lines += ["", f"scheduler errors: {len(report.scheduler_errors)}; first: "
+                  f"{report.scheduler_errors[0].detail.splitlines()[0]}"]
+    return "\n".join(lines) + "\n"
