@@ -157,12 +157,12 @@ def test_pin_pbs_header_refuses_what_it_cannot_pin(header: str) -> None:
 @pytest.mark.parametrize(("candidates", "bad", "busy", "expected"), [
     (["n1", "n2", "n3"], ["n1"], [], "n2"),
     (["n1", "n2", "n3"], ["n1"], ["n2"], "n3"),
-    (["n1", "n2"], ["n1"], ["n2"], "n2"),  # only busy ones left: share a node rather than go unplaced
+    (["n1", "n2"], ["n1"], ["n2"], None),  # only busy ones left: unplaced rather than queued behind a job
     (["n1"], ["n1"], [], None),
     ([], ["n1"], [], None),
 ])
 def test_choose_pin(candidates: list[str], bad: list[str], busy: list[str], expected: str | None) -> None:
-    """Not quarantined, then not busy, in the order given."""
+    """The first candidate neither quarantined nor busy, in the order given; else none."""
     got = choose_pin([Host(h) for h in candidates], [Host(h) for h in bad], [Host(h) for h in busy])
     assert got == (Host(expected) if expected else None)
 
@@ -626,7 +626,9 @@ def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path:
     (end("NODE_FAIL", "DOWN*"), True),
     (end("COMPLETED", "IDLE"), True),
     (end("F", "free"), True),
-    (end(None, "IDLE"), True),  # the scheduler cannot be asked: nothing more will come
+    (end(None, "IDLE"), False),  # the job forgotten but its node looks fine: ask the node again
+    (end(None, "down"), True),
+    (JobEnd("55", (Host("n3"),), None, {}, b"", None, ()), True),  # nothing can be asked: nothing more will come
 ])
 def test_settled(lost: JobEnd, done: bool) -> None:
     """A lost job is judged once the scheduler ended it or reports its node down."""

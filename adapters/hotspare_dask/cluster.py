@@ -314,9 +314,11 @@ class FailoverPBSCluster(_Failover, PBSCluster):
     """``PBSCluster`` whose jobs are pinned to hosts known good once any host is quarantined.
 
     PBS Pro cannot exclude a host, so after a node fault each new job names one host: among ``hosts``
-    (given by the user) and the hosts earlier workers reported, the first not quarantined and not running
-    another job of this cluster. With none known, jobs are placed by PBS as before. Other arguments: as
-    :class:`FailoverSLURMCluster`.
+    (given by the user: the nodes the workflow may use) and the hosts earlier workers reported, the first not
+    quarantined and not running another job of this cluster. With none, the job is placed by PBS as before.
+    The pin is written into the one-chunk resource line: ``select=1:host=H:...`` (PBS Pro) or ``nodes=H:...``
+    (Torque; slurm-wlm-torque's sbatch honours this form and ignores ``host=`` in a select). Other arguments:
+    as :class:`FailoverSLURMCluster`.
     """
 
     job_cls = FailoverPBSJob

@@ -55,12 +55,15 @@ _UNDECIDED = frozenset({"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "SUSP
 
 
 def settled(end: JobEnd) -> bool:
-    """Whether the scheduler has said what it will say about a lost job (pure): it ended the job, it reports one
-    of the job's hosts down, or it cannot be asked (nothing more will come). A job still RUNNING on healthy
-    nodes is not settled: SLURM marks a crashed node DOWN only after SlurmdTimeout."""
-    if end.facts is None or end.facts.state.upper() not in _UNDECIDED:
+    """Whether the scheduler has said what it will say about a lost job (pure): it reports one of the job's hosts
+    down, it ended the job, or it can be asked about neither (nothing more will come). A job still RUNNING on
+    healthy nodes is not settled: SLURM marks a crashed node DOWN only after SlurmdTimeout."""
+    if any(unhealthy(end.node_states.get(h, "")) for h in end.hosts):
         return True
-    return any(unhealthy(end.node_states.get(h, "")) for h in end.hosts)
+    if end.facts is None:
+        # Forgotten (PBS without job history, slurm-wlm-torque's qstat): only the node's state can still speak.
+        return not end.node_states
+    return end.facts.state.upper() not in _UNDECIDED
 
 
 def judge_lost(end: JobEnd, patterns: PatternSet) -> JobJudgement:

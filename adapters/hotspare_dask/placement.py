@@ -62,14 +62,11 @@ def pin_pbs_header(header: str, host: Host) -> str:
 
 
 def choose_pin(candidates: Sequence[Host], bad: Iterable[Host], busy: Iterable[Host]) -> Host | None:
-    """The host to pin the next PBS job to: the first candidate neither quarantined nor busy, else the first
-    not quarantined (two jobs may share a node), else None (nothing known good: the job goes unplaced)."""
-    out = set(bad)
-    good = [h for h in candidates if h not in out]
-    taken = set(busy)
-    free = [h for h in good if h not in taken]
-    chosen = free or good
-    return chosen[0] if chosen else None
+    """The host to pin the next PBS job to: the first candidate neither quarantined nor running another job of
+    the cluster; None when there is none (the job then goes unplaced: pinned to a busy node it would queue
+    behind that node's job, possibly for its whole walltime)."""
+    out = set(bad) | set(busy)
+    return next((h for h in candidates if h not in out), None)
 
 
 def job_of(worker_name: str, groups: Mapping[str, Sequence[str]]) -> str | None:
