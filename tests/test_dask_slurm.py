@@ -1,11 +1,12 @@
-"""FailoverSLURMCluster on the real SLURM bed: real sbatch jobs, real dask workers, a node crashed under a stream
-of tasks; the lost job comes back on another node and the crashed node is quarantined with the evidence."""
+"""The failover clusters on the real SLURM bed: real sbatch (or slurm-wlm-torque qsub) jobs, real dask workers, a
+node crashed under a stream of tasks; the lost job comes back on another node and the crashed node is quarantined
+with the evidence."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,26 @@ import pytest
 from distributed import Client
 
 from hotspare import Host, QuarantineReason, read_snapshot
-from hotspare_dask import FailoverSLURMCluster
+from hotspare_dask import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.preload import HOSTNAME_KEY
 
 TASKS = 300
 TASK_S = 0.25
+#: The scheduler and its dashboard on loopback: the bed's nodes share this host's network.
+LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
 
 
-def square(x: int) -> int:
-    time.sleep(TASK_S)
-    return x * x
+def _make_task() -> Callable[[int], int]:
+    # A local function: pickle cannot send it by reference, so distributed sends it by value (cloudpickle) and
+    # the workers need not import the tests (slurm-wlm-torque's qsub does not pass the environment on).
+    def square(x: int) -> int:
+        time.sleep(TASK_S)
+        return x * x
+
+    return square
+
+
+square = _make_task()
 
 
 def _until(predicate: Any, what: str, timeout_s: float) -> Any:
@@ -35,15 +46,15 @@ def _until(predicate: Any, what: str, timeout_s: float) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _worker_hosts(cluster: FailoverSLURMCluster) -> dict[str, str]:
+def _worker_hosts(cluster: FailoverSLURMCluster | FailoverPBSCluster) -> dict[str, str]:
     """{worker name: the node its preload reported}."""
     return {w["name"]: w.get(HOSTNAME_KEY, "") for w in cluster.scheduler_info["workers"].values()}
 
 
-def _job_nodes(env: dict[str, str], job_id: str) -> str:
+def _job_field(env: dict[str, str], job_id: str, field: str = "NodeList") -> str:
     done = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, env=env,
                           timeout=30, check=False)
-    return next((f.split("=", 1)[1] for f in done.stdout.split() if f.startswith("NodeList=")), "")
+    return next((f.split("=", 1)[1] for f in done.stdout.split() if f.startswith(f"{field}=")), "")
 
 
 @pytest.mark.parametrize("processes", [1, 2])
@@ -55,12 +66,10 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
     plain dask-jobqueue never replaces (#691)."""
     monkeypatch.chdir(tmp_path)  # sbatch's and dask's stray files land here, never in the checkout
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
-    # The workers unpickle this module's task function by reference: let them import it.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     cluster = FailoverSLURMCluster(cores=2, processes=processes, memory="500MB", walltime="00:10:00",
                                    job_extra_directives=["--exclusive"], run_dir=tmp_path / "wf",
                                    log_directory=tmp_path / "logs",
-                                   scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"})
+                                   scheduler_options=LOOPBACK)
     client = None
     try:
         cluster.scale(jobs=3)
@@ -82,12 +91,55 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
         client.wait_for_workers(3 * processes, timeout=120)
         after = _worker_hosts(cluster)
         assert victim not in after.values(), after
-        assert _job_nodes(slurm_bed.env, new_id) not in ("", victim)
+        assert _job_field(slurm_bed.env, new_id) not in ("", victim)
         (entry,) = cluster.quarantine.entries()
         assert entry.reason is QuarantineReason.SCHEDULER and f"batch job {old_id}" in entry.detail
         assert [e.host for e in read_snapshot(tmp_path / "wf" / "quarantine.json")] == [Host(victim)]
         rows = {r.job_id: r for r in cluster.record.jobs()}
         assert rows[str(old_id)].hosts == (victim,) and rows[str(new_id)].excluded == (victim,)
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       processes: int) -> None:
+    """FailoverPBSCluster through slurm-wlm-torque's qsub/qdel/pbsnodes (Torque nodes=1:ppn=2: one job fills a
+    node): crash one job's node; pbsnodes reports it down, it is quarantined, and the job comes back pinned
+    (nodes=H) to the one node of the workflow's hosts that is neither quarantined nor busy (scontrol's
+    ReqNodeList proves the pin reached SLURM); every task completes."""
+    monkeypatch.chdir(tmp_path)  # slurm-wlm-torque's qsub writes the jobs' -o/-e files here
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    cluster = FailoverPBSCluster(cores=2, processes=processes, memory="500MB", walltime="00:10:00",
+                                 resource_spec="nodes=1:ppn=2", hosts=list(slurm_bed.nodes), run_dir=tmp_path / "wf",
+                                 scheduler_options=LOOPBACK)
+    client = None
+    try:
+        cluster.scale(jobs=3)
+        client = Client(cluster, timeout=60)
+        client.wait_for_workers(3 * processes, timeout=120)
+        before = _worker_hosts(cluster)
+        (spare,) = set(slurm_bed.nodes) - set(before.values())
+        futures = client.map(square, range(TASKS))
+        _until(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
+        victim_job = sorted(cluster.workers)[0]
+        victim = next(h for name, h in before.items() if name.startswith(victim_job))
+        old_id = cluster.workers[victim_job].job_id
+        slurm_bed.crash(victim)
+        _until(lambda: Host(victim) in cluster.quarantine.hosts(), "the crashed node quarantined", 120)
+        _until(lambda: cluster.workers.get(victim_job) is not None and cluster.workers[victim_job].job_id != old_id,
+               "the replacement job", 60)
+        new_id = cluster.workers[victim_job].job_id
+        assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
+        assert _job_field(slurm_bed.env, new_id, "ReqNodeList") == spare
+        assert _job_field(slurm_bed.env, new_id) == spare
+        client.wait_for_workers(3 * processes, timeout=120)
+        assert victim not in _worker_hosts(cluster).values()
+        (entry,) = cluster.quarantine.entries()
+        assert entry.host == Host(victim) and entry.reason is QuarantineReason.SCHEDULER
     finally:
         if client is not None:
             client.close()
