@@ -113,6 +113,7 @@ def test_slurm_script_excludes_exactly_the_quarantined_hosts(slurm: FailoverSLUR
     expected = SLURM_GOLDEN.format(exclude="\n#SBATCH --exclude=n3,n10", name="FailoverSLURMCluster-0")
     assert normalise(submitted_script(slurm), tmp_path, address) == expected
     assert "#SBATCH --exclude=n3,n10\n" in slurm.job_script()
+    assert slurm.job_header.endswith("\n#SBATCH --exclude=n3,n10")
 
 
 PBS_GOLDEN = textwrap.dedent("""\
@@ -664,3 +665,33 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
         finally:
             cluster.close()
+
+
+def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path) -> None:
+    """A lost job whose scheduler never concludes (RUNNING on an ALLOCATED node) is being judged for up to
+    judge_wait_s; close() stops that wait instead of hanging for it, and cancels the job."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    asked: list[str] = []
+
+    def undecided(argv: Sequence[str], timeout_s: float) -> Completed:
+        asked.append(argv[2])
+        out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
+               else "NodeName=n3 State=ALLOCATED\n")
+        return Completed(tuple(argv), 0, out, "", False)
+
+    query = SchedulerQuery("slurm", None, run=undecided)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, judge_wait_s=600, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = lose_job(cluster, name)
+            wait_for(lambda: asked, "the judging to start")
+        finally:
+            started = time.monotonic()
+            cluster.close()
+    assert time.monotonic() - started < 15
+    assert NoSubmitJob.cancelled == [job_id] and len(NoSubmitJob.scripts) == 1

@@ -99,6 +99,8 @@ class _Failover:
         self.run_dir, self.quarantine_ttl_s, self.max_submits, self.window_s, self.judge_wait_s = (
             failover_settings(run_dir, quarantine_ttl_s, max_submits, window_s, judge_wait_s))
         self._clock, self._sleep = clock, sleep
+        #: Set when close() starts: a lost job's judging stops waiting for the scheduler (close awaits it).
+        self._closing = False
         #: Scheduler commands that did not answer since the last act step (recorded there, said once).
         self._query_failures: list[QueryFailure] = []
         self._query = replace(query or SchedulerQuery(self.scheduler_kind, None),
@@ -138,13 +140,20 @@ class _Failover:
             spec["group"] = list(template["group"])
         return spec
 
+    def _next_job(self) -> Any:
+        """A job like the next one (dask-jobqueue's ``_dummy_job``) with the placement it would get now."""
+        address = getattr(getattr(self, "scheduler", None), "address", None)
+        return self.job_cls(address or "tcp://<insert-scheduler-address-here>:8786", name="dummy-name",
+                            placement=self.placement(), **self._job_kwargs)
+
     def job_script(self) -> str:
         """The script the next job would be submitted with: dask-jobqueue's, and the placement it would get now."""
-        scheduler = getattr(self, "scheduler", None)
-        address = getattr(scheduler, "address", None) or "tcp://<insert-scheduler-address-here>:8786"
-        job_cls = self.job_cls
-        job = job_cls(address, name="dummy-name", placement=self.placement(), **self._job_kwargs)
-        return str(job.job_script())
+        return str(self._next_job().job_script())
+
+    @property
+    def job_header(self) -> str:
+        """The next job's header, its placement included."""
+        return str(self._next_job().job_header)
 
     def new_worker_spec(self) -> dict[str, dict[str, Any]]:
         """The next job's name (dask's choice) with a spec of its own (dask's are one shared dict)."""
@@ -231,7 +240,7 @@ class _Failover:
         deadline = self._clock() + self.judge_wait_s
         end = self._read_once(lost)
         for _ in range(int(self.judge_wait_s / JUDGE_POLL_S) + 1):  # bounded, whatever the clock does
-            if settled(end) or self._clock() >= deadline:
+            if settled(end) or self._clock() >= deadline or self._closing:
                 break
             self._sleep(JUDGE_POLL_S)
             end = self._read_once(lost)
@@ -291,6 +300,7 @@ class _Failover:
                         "it answers", failures[0])
 
     async def _close(self) -> None:
+        self._closing = True
         await super()._close()  # type: ignore[misc]
         with self._db_lock:
             self._ledger.close()
