@@ -4,14 +4,17 @@ with the evidence."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import pytest
-from distributed import Client
+from distributed import Client, KilledWorker
 
 from hotspare import Host, QuarantineReason, read_snapshot
 from hotspare_dask import FailoverPBSCluster, FailoverSLURMCluster
@@ -34,6 +37,16 @@ def _make_task() -> Callable[[int], int]:
 
 
 square = _make_task()
+
+
+def _make_crash() -> Callable[[], None]:
+    def crash() -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)  # the task kills its own worker process
+
+    return crash
+
+
+crash = _make_crash()
 
 
 def _until(predicate: Any, what: str, timeout_s: float) -> Any:
@@ -140,6 +153,37 @@ def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed
         assert victim not in _worker_hosts(cluster).values()
         (entry,) = cluster.quarantine.entries()
         assert entry.host == Host(victim) and entry.reason is QuarantineReason.SCHEDULER
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+
+
+def test_a_task_that_kills_its_worker_is_no_node_fault(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task that segfaults its worker: the nanny restarts the worker in place (same name), so the job is not
+    judged lost, nothing is quarantined or resubmitted, and the task still gets KilledWorker; the other tasks run."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = FailoverSLURMCluster(cores=1, processes=1, memory="500MB", walltime="00:10:00",
+                                       run_dir=tmp_path / "wf", log_directory=tmp_path / "logs",
+                                       scheduler_options=LOOPBACK)
+    client = None
+    try:
+        cluster.scale(jobs=1)
+        client = Client(cluster, timeout=60)
+        client.wait_for_workers(1, timeout=120)
+        # No reference to the Job kept: SpecCluster's close() asserts that every Job still alive is closed, and
+        # dask-jobqueue's Job.close() cancels the batch job without marking itself closed.
+        (job_id,) = [j.job_id for j in cluster.workers.values()]
+        with pytest.raises(KilledWorker):
+            client.submit(crash, pure=False).result(timeout=120)
+        assert client.submit(square, 7).result(timeout=60) == 49
+        time.sleep(20)  # past dask's lost-worker timeout (15 s): any judging would have started by now
+        assert cluster.quarantine.entries() == []
+        assert [j.job_id for j in cluster.workers.values()] == [job_id]
+        assert [r.job_id for r in cluster.record.jobs()] == [str(job_id)]
     finally:
         if client is not None:
             client.close()
