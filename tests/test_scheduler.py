@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hotspare import Host
+from hotspare import Host, pin_pbs_hosts
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import (
     SchedulerKind,
@@ -100,3 +100,19 @@ def test_scheduler_kind_is_a_value() -> None:
     assert SchedulerQuery("pbs", None).kind is SchedulerKind.PBS and SchedulerKind.PBS == "pbs"
     with pytest.raises(ValueError, match="use one of slurm, pbs or None"):
         SchedulerQuery("lsf", None)
+
+
+@pytest.mark.parametrize(("script", "hosts", "expected"), [
+    ("#PBS -l select=${nodes_per_block}:ncpus=${ncpus}\n", ["x1001c0s0b0n0", "x1001c0s1b0n0"],
+     "#PBS -l select=1:host=x1001c0s0b0n0:ncpus=${ncpus}+1:host=x1001c0s1b0n0:ncpus=${ncpus}\n"),
+    ("#!/bin/bash\n#PBS -l select=1:ncpus=4:mem=8GB\n#PBS -l walltime=1:00:00\n", ["n3"],
+     "#!/bin/bash\n#PBS -l select=1:host=n3:ncpus=4:mem=8GB\n#PBS -l walltime=1:00:00\n"),
+    ("#PBS -l select=2\n", ["n3", "n4"], "#PBS -l select=1:host=n3+1:host=n4\n"),
+    ("#PBS -l nodes=${nodes_per_block}:ppn=${tasks_per_node}\n", ["n2", "n4"], "#PBS -l nodes=n2:ppn=${tasks_per_node}+n4:ppn=${tasks_per_node}\n"),
+    ("#PBS -l nodes=1:ppn=2 # spare\n", ["n4-hsn0.example"], "#PBS -l nodes=n4-hsn0.example:ppn=2 # spare\n"),
+    ("#PBS -l walltime=1:00:00\n", ["n3"], None),  # nothing to pin
+    ("#PBS -l select=1:ncpus=4\n", [], None),
+])
+def test_pin_pbs_hosts(script: str, hosts: list[str], expected: str | None) -> None:
+    """PBS Pro select chunks and Torque nodes= lines ask for exactly the given hosts (PBS cannot exclude one)."""
+    assert pin_pbs_hosts(script, [Host(h) for h in hosts]) == expected

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from hotspare import Host
+from hotspare import Host, pin_pbs_hosts
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,28 +37,23 @@ def build_slurm_exclude(hosts: Sequence[Host]) -> str | None:
     return "#SBATCH --exclude=" + ",".join(h.raw for h in hosts)
 
 
-#: A PBS Pro select line (``-l select=1:ncpus=4:mem=8GB``) or a Torque nodes line (``-l nodes=1:ppn=4``).
-_SELECT = re.compile(r"^(#PBS -l select=)1(?=:|$)(\S*)(.*)$", re.MULTILINE)
-_NODES = re.compile(r"^(#PBS -l nodes=)1(?=:|$)(\S*)(.*)$", re.MULTILINE)
+_ONE_CHUNK = re.compile(r"^#PBS -l (?:select|nodes)=1(?=:|\s|$)", re.MULTILINE)
 
 
 def pin_pbs_header(header: str, host: Host) -> str:
-    """``header`` with its one-chunk resource line asking for ``host``: ``select=1:host=H:…`` (PBS Pro) or
-    ``nodes=H:…`` (Torque, whose ``nodes=`` takes a host name where the count was).
+    """``header`` with its resource line asking for ``host`` (:func:`hotspare.pin_pbs_hosts`: ``select=1:host=H:…``
+    for PBS Pro, ``nodes=H:…`` for Torque).
 
     A header with neither line (a resource_spec of another shape) raises ValueError naming the fix: pinning
     silently skipped would send the job anywhere, the dead node included.
     """
-    match = _SELECT.search(header)
-    if match is not None:
-        line = f"{match.group(1)}1:host={host.raw}{match.group(2)}{match.group(3)}"
-        return header[: match.start()] + line + header[match.end():]
-    match = _NODES.search(header)
-    if match is not None:
-        line = f"{match.group(1)}{host.raw}{match.group(2)}{match.group(3)}"
-        return header[: match.start()] + line + header[match.end():]
-    raise ValueError("cannot pin this PBS job to a host: its header has no '#PBS -l select=1...' or "
-                     "'#PBS -l nodes=1...' line; give resource_spec='select=1:ncpus=N:mem=M' (or leave it unset)")
+    # A dask-jobqueue job is one node: only a one-chunk request is ours to pin (select=2 would become one host).
+    one_chunk = _ONE_CHUNK.search(header) is not None
+    pinned = pin_pbs_hosts(header, [host]) if one_chunk else None
+    if pinned is None:
+        raise ValueError("cannot pin this PBS job to a host: its header has no '#PBS -l select=...' or "
+                         "'#PBS -l nodes=...' line; give resource_spec='select=1:ncpus=N:mem=M' (or leave it unset)")
+    return pinned
 
 
 def choose_pin(candidates: Sequence[Host], bad: Iterable[Host], busy: Iterable[Host]) -> Host | None:

@@ -33,7 +33,6 @@ on NFSv3+ and Lustre.
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 import sys
 import threading
@@ -68,6 +67,7 @@ from hotspare import (
     judge_job,
     lead_left,
     load_patterns,
+    pin_pbs_hosts,
     probe_hosts,
     read_outputs,
     unhealthy,
@@ -90,19 +90,10 @@ def _kind(inner: ExecutionProvider) -> SchedulerKind | None:
 
 
 def pin_pbs_select(template: str, hosts: Sequence[str]) -> str:
-    """A PBS Pro template whose ``select=`` line asks for exactly ``hosts`` (``1:host=H:…`` chunks).
-
-    The chunk's other resources (``ncpus=...``) are kept. Hosts are validated first; a template
-    without a ``select=`` line is returned unchanged.
-    """
-    names = [Host(h).raw for h in hosts]
-    match = re.search(r"^(#PBS -l select=)(\S+)(.*)$", template, re.MULTILINE)
-    if match is None or not names:
-        return template
-    rest = match.group(2).split(":", 1)[1] if ":" in match.group(2) else ""
-    chunk = ":" + rest if rest else ""
-    select = "+".join(f"1:host={name}{chunk}" for name in names)
-    return template[: match.start()] + match.group(1) + select + match.group(3) + template[match.end():]
+    """A PBS template asking for exactly ``hosts`` (:func:`hotspare.pin_pbs_hosts`: PBS Pro ``select=1:host=H:…``
+    chunks, Torque ``nodes=H:…``); hosts are validated first; a template with neither line is returned unchanged."""
+    pinned = pin_pbs_hosts(template, [Host(h) for h in hosts])
+    return template if pinned is None else pinned
 
 
 def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> str:

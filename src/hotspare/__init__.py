@@ -10,7 +10,7 @@ from hotspare.act.gateway import ProcessRunner, Runner
 from hotspare.act.launchers import LauncherKind
 from hotspare.act.probe import ProbeResult, probe_hosts
 from hotspare.act.runner import StopCause
-from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, unhealthy
+from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
 from hotspare.decide.policy import Action, Budgets, Decision, History, decide
 from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import (
@@ -123,6 +123,7 @@ __all__ = [
     "lead_left",
     "load_patterns",
     "parse_hostfile",
+    "pin_pbs_hosts",
     "probe_hosts",
     "read_hostfile",
     "read_outputs",

@@ -78,6 +78,35 @@ def parse_pbsnodes(text: str) -> dict[Host, str]:
     return states
 
 
+#: A PBS Pro resource line (``select=N:ncpus=4:mem=8GB``) and a Torque one (``nodes=N:ppn=4``): the count (a number
+#: or a template's ``${nodes_per_block}``), then the rest of the chunk, then anything after it on the line.
+_PBS_SELECT = re.compile(r"^(#PBS -l select=)([^:\s]+)((?::\S*)?)(.*)$", re.MULTILINE)
+_PBS_NODES = re.compile(r"^(#PBS -l nodes=)([^:\s]+)((?::\S*)?)(.*)$", re.MULTILINE)
+
+
+def pin_pbs_hosts(script: str, hosts: Sequence[Host]) -> str | None:
+    """``script`` (a PBS job script or its header) asking for exactly ``hosts``, one chunk each, or None when it
+    has no resource line to pin (pure).
+
+    PBS Pro cannot exclude a host, only ask for named ones: ``select=N:ncpus=4`` becomes
+    ``select=1:host=H1:ncpus=4+1:host=H2:ncpus=4``. Torque names hosts where the count was:
+    ``nodes=N:ppn=4`` becomes ``nodes=H1:ppn=4+H2:ppn=4`` (slurm-wlm-torque's qsub honours this form and
+    ignores ``select=…:host=``, seen on the test bed). Hosts are validated :class:`Host` values; their ``raw``
+    spelling is written.
+    """
+    if not hosts:
+        return None
+    match = _PBS_SELECT.search(script)
+    if match is not None:
+        chunks = "+".join(f"1:host={h.raw}{match.group(3)}" for h in hosts)
+    else:
+        match = _PBS_NODES.search(script)
+        if match is None:
+            return None
+        chunks = "+".join(f"{h.raw}{match.group(3)}" for h in hosts)
+    return script[: match.start()] + match.group(1) + chunks + match.group(4) + script[match.end():]
+
+
 @dataclass(frozen=True, slots=True)
 class JobFacts:
     """How the scheduler describes one job: its state, nodes, exit code and the scheduler's own words."""
