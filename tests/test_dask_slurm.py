@@ -116,7 +116,9 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
         cluster.close()
 
 
-@pytest.mark.parametrize("processes", [1, 2])
+# processes=2 only through PBS (the grouped names of #691 are the harder case; both counts run under SLURM above),
+# to keep the suite within its time budget.
+@pytest.mark.parametrize("processes", [2])
 def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        processes: int) -> None:
