@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,6 +30,8 @@ from hotspare import (
     PatternSet,
     QuarantineReason,
     SchedulerQuery,
+    judge_job,
+    load_patterns,
 )
 from hotspare.act.runner import Completed
 from hotspare.evidence.classify import Verdict
@@ -695,3 +698,13 @@ def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path) -> None:
             cluster.close()
     assert time.monotonic() - started < 15
     assert NoSubmitJob.cancelled == [job_id] and len(NoSubmitJob.scripts) == 1
+
+
+def test_an_unlistable_log_directory_is_said_in_the_judgement(slurm: FailoverSLURMCluster, tmp_path: Path) -> None:
+    """When the job's log directory cannot be listed the job is still judged, and its verdict says what could not
+    be read (it used to be judged without its logs, silently)."""
+    shutil.rmtree(tmp_path / "logs")
+    (tmp_path / "logs").write_text("not a directory")
+    end = slurm._read_once(LostWorker("tcp://127.0.0.1:1", "w-0", "w-0", "7", Host("n1")))
+    assert len(end.unread) == 1 and str(tmp_path / "logs") in end.unread[0]
+    assert "could not read" in judge_job(end, load_patterns()).verdict.reason

@@ -10,7 +10,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import dask.config
 import pytest
@@ -49,16 +48,6 @@ def _make_crash() -> Callable[[], None]:
 crash = _make_crash()
 
 
-def _until(predicate: Any, what: str, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _worker_hosts(cluster: FailoverSLURMCluster | FailoverPBSCluster) -> dict[str, str]:
     """{worker name: the node its preload reported}."""
     return {w["name"]: w.get(HOSTNAME_KEY, "") for w in cluster.scheduler_info["workers"].values()}
@@ -68,6 +57,23 @@ def _job_field(env: dict[str, str], job_id: str, field: str = "NodeList") -> str
     done = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, env=env,
                           timeout=30, check=False)
     return next((f.split("=", 1)[1] for f in done.stdout.split() if f.startswith(f"{field}=")), "")
+
+
+def _crash_one_job_under_load(cluster, client, bed, before: dict[str, str]) -> tuple[str, object, object]:  # type: ignore[no-untyped-def]
+    """Run a stream of tasks, crash the node of the first job once 20 are done, wait until the node is quarantined
+    and the job resubmitted, and check every task's result. Returns (victim node, old job id, new job id)."""
+    futures = client.map(square, range(TASKS))
+    bed.wait_for(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
+    victim_job = sorted(cluster.workers)[0]
+    victim = next(h for name, h in before.items() if name.startswith(victim_job))
+    old_id = cluster.workers[victim_job].job_id
+    bed.crash(victim)
+    bed.wait_for(lambda: Host(victim) in cluster.quarantine.hosts(), "the crashed node quarantined", 120)
+    bed.wait_for(lambda: cluster.workers.get(victim_job) is not None and cluster.workers[victim_job].job_id != old_id,
+                 "the replacement job", 60)
+    new_id = cluster.workers[victim_job].job_id
+    assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
+    return victim, old_id, new_id
 
 
 @pytest.mark.parametrize("processes", [1, 2])
@@ -90,17 +96,7 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
         client.wait_for_workers(3 * processes, timeout=120)
         before = _worker_hosts(cluster)
         assert len(set(before.values())) == 3, before
-        futures = client.map(square, range(TASKS))
-        _until(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
-        victim_job = sorted(cluster.workers)[0]
-        victim = next(h for name, h in before.items() if name.startswith(victim_job))
-        old_id = cluster.workers[victim_job].job_id
-        slurm_bed.crash(victim)
-        _until(lambda: Host(victim) in cluster.quarantine.hosts(), "the crashed node quarantined", 120)
-        _until(lambda: cluster.workers.get(victim_job) is not None and cluster.workers[victim_job].job_id != old_id,
-               "the replacement job", 60)
-        new_id = cluster.workers[victim_job].job_id
-        assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
+        victim, old_id, new_id = _crash_one_job_under_load(cluster, client, slurm_bed, before)
         client.wait_for_workers(3 * processes, timeout=120)
         after = _worker_hosts(cluster)
         assert victim not in after.values(), after
@@ -138,17 +134,7 @@ def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed
         client.wait_for_workers(3 * processes, timeout=120)
         before = _worker_hosts(cluster)
         (spare,) = set(slurm_bed.nodes) - set(before.values())
-        futures = client.map(square, range(TASKS))
-        _until(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
-        victim_job = sorted(cluster.workers)[0]
-        victim = next(h for name, h in before.items() if name.startswith(victim_job))
-        old_id = cluster.workers[victim_job].job_id
-        slurm_bed.crash(victim)
-        _until(lambda: Host(victim) in cluster.quarantine.hosts(), "the crashed node quarantined", 120)
-        _until(lambda: cluster.workers.get(victim_job) is not None and cluster.workers[victim_job].job_id != old_id,
-               "the replacement job", 60)
-        new_id = cluster.workers[victim_job].job_id
-        assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
+        victim, _, new_id = _crash_one_job_under_load(cluster, client, slurm_bed, before)
         assert _job_field(slurm_bed.env, new_id, "ReqNodeList") == spare
         assert _job_field(slurm_bed.env, new_id) == spare
         client.wait_for_workers(3 * processes, timeout=120)

@@ -35,6 +35,7 @@ from hotspare_parsl import (
     retry_handler,
 )
 from hotspare_parsl.block import split_block
+from hotspare_parsl.layout import read_record
 from hotspare_parsl.provider import qsub_with_output
 
 DATA = Path(__file__).parent / "data"
@@ -305,3 +306,15 @@ def test_a_scheduler_that_cannot_be_asked_is_recorded_and_said_once(tmp_path: Pa
         provider.cancel(jobs)
         provider.close()
     assert capsys.readouterr().err.count("cannot ask the scheduler") == 1
+
+
+def test_an_unreadable_block_record_is_logged_and_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A block's record that is not JSON (a half-copied file, a hostile host): no hosts from it, and the
+    provider's log says why (the provider then asks the scheduler); a record not written yet is silent."""
+    wf = tmp_path / "wf"
+    assert read_record(wf, "b0") == () and not caplog.records
+    (wf / "blocks" / "b0").mkdir(parents=True)
+    (wf / "blocks" / "b0" / "record.json").write_text('{"hosts": ["n1; rm -rf /"]}')
+    with caplog.at_level("WARNING"):
+        assert read_record(wf, "b0") == ()
+    assert "cannot read its record" in caplog.text and "b0" in caplog.text

@@ -251,19 +251,21 @@ class _Failover:
         facts = self._query.job_facts(job_id)
         hosts = (lost.host,) if lost.host is not None else (facts.hosts if facts is not None else ())
         states = self._query.node_states(hosts) if hosts else {}
-        output, unread = read_outputs(self._log_files(job_id))
-        return JobEnd(job_id, tuple(hosts), facts, states, output, None, unread)
+        paths, unlisted = self._log_files(job_id)
+        output, unread = read_outputs(paths)
+        return JobEnd(job_id, tuple(hosts), facts, states, output, None, unread + unlisted)
 
-    def _log_files(self, job_id: str) -> list[Path]:
+    def _log_files(self, job_id: str) -> tuple[list[Path], tuple[str, ...]]:
+        """The job's log files, and a note when the log directory cannot be listed (the judgement says so)."""
         directory = self._dummy_job.log_directory
         if directory is None:
-            return []
+            return [], ()
         try:
             names = os.listdir(directory)
-        except OSError:
-            return []
+        except OSError as exc:
+            return [], (f"{directory} ({exc.strerror})",)
         # PBS names a job's files by its sequence number (dask-worker.o4711 for job 4711.pbs01).
-        return [Path(directory) / n for n in job_log_files(names, job_id.split(".", 1)[0])]
+        return [Path(directory) / n for n in job_log_files(names, job_id.split(".", 1)[0])], ()
 
     def _act(self, step: Replacement) -> None:
         """Carry out one decision: quarantine with the evidence, record, and resubmit (or drop) the job."""

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hotspare import SNAPSHOT_NAME, Host, HotspareError, read_snapshot, resolve_allocation, write_atomic
+from hotspare_parsl.layout import block_dir
 
 
 def split_block(hosts: list[Host], spares: int, quarantined: frozenset[Host]) -> tuple[list[Host], list[Host]]:
@@ -44,23 +45,6 @@ def split_block(hosts: list[Host], spares: int, quarantined: frozenset[Host]) ->
     lead, rest = usable[0], usable[1:]
     keep = max(0, min(spares, len(rest)))
     return [lead, *rest[: len(rest) - keep]], rest[len(rest) - keep:]
-
-
-def block_dir(run_dir: Path, job_name: str) -> Path:
-    """The block's own directory: the only place its hook writes."""
-    return run_dir / "blocks" / "".join(c if c.isalnum() or c in "._-" else "_" for c in job_name)
-
-
-def read_record(run_dir: Path, job_name: str) -> tuple[Host, ...]:
-    """The hosts the block's hook recorded, lead first; () when there is no readable record (yet)."""
-    path = block_dir(run_dir, job_name) / "record.json"
-    try:
-        return tuple(Host(h) for h in json.loads(path.read_text(encoding="utf-8"))["hosts"])
-    except FileNotFoundError:
-        return ()
-    except (OSError, ValueError, KeyError, TypeError, HotspareError) as exc:
-        print(f"hotspare: block {job_name}: cannot read its record {path} ({exc})", file=sys.stderr)
-        return ()
 
 
 def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str]) -> str:

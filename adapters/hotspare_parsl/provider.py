@@ -72,6 +72,7 @@ from hotspare import (
     read_outputs,
     unhealthy,
 )
+from hotspare_parsl.layout import read_record
 
 log = logging.getLogger(__name__)
 
@@ -391,8 +392,6 @@ class FailoverProvider(ExecutionProvider):
     def _hosts_of(self, block: _Block) -> tuple[Host, ...]:
         """The block's hosts, lead (batch) node first: from the record its hook wrote when it started, else from
         the scheduler (which drops nodes a ``--no-kill`` job lost, so it is the second choice)."""
-        from hotspare_parsl.block import read_record  # noqa: PLC0415 -- one module owns the record format
-
         hosts = read_record(self.run_dir, block.job_name)
         if not hosts and self._query.kind:
             facts = self._query.job_facts(block.job_id)

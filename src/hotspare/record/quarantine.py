@@ -199,8 +199,9 @@ class Quarantine:
                 if seen is not None:
                     continue
                 self._db.execute("INSERT INTO quarantine_folded VALUES (?, ?, ?)", key)
-                mine = Entry(e.host, e.reason, e.attempt, self._clock(),
-                             None if e.expires_s is None else self._clock() + (e.expires_s - e.since_s),
+                now = self._clock()
+                mine = Entry(e.host, e.reason, e.attempt, now,
+                             None if e.expires_s is None else now + (e.expires_s - e.since_s),
                              f"{e.detail} (found by {path.parent.name})")
                 self._put(mine)
                 added.append(mine)
