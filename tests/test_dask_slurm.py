@@ -73,6 +73,10 @@ def _crash_one_job_under_load(cluster, client, bed, before: dict[str, str]) -> t
                  "the replacement job", 60)
     new_id = cluster.workers[victim_job].job_id
     assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
+    # The tasks the crashed node was running: their deaths judged node faults, never counted toward allowed-failures.
+    spared = [x for x in cluster.task_blame.settled if x.death.worker_name.startswith(f"{victim_job}")]
+    assert spared and any(x.death.keys for x in spared), cluster.task_blame.settled
+    assert not any(x.counted for x in cluster.task_blame.settled), cluster.task_blame.settled
     return victim, old_id, new_id
 
 
@@ -170,6 +174,8 @@ def test_a_task_that_kills_its_worker_is_no_node_fault(slurm_bed, tmp_path: Path
         assert client.submit(square, 7).result(timeout=60) == 49
         time.sleep(20)  # past dask's lost-worker timeout (15 s): any judging would have started by now
         assert cluster.quarantine.entries() == []
+        # Each segfault counted toward the task's allowed-failures (its nanny restarted the worker: no node fault).
+        assert cluster.task_blame.settled and all(x.counted for x in cluster.task_blame.settled)
         assert [j.job_id for j in cluster.workers.values()] == [job_id]
         assert [r.job_id for r in cluster.record.jobs()] == [str(job_id)]
     finally:

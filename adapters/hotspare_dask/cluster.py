@@ -44,6 +44,7 @@ from distributed.deploy.cluster import Cluster
 
 from hotspare import (
     SNAPSHOT_NAME,
+    Entry,
     Host,
     JobEnd,
     Ledger,
@@ -56,7 +57,8 @@ from hotspare import (
     load_patterns,
     read_outputs,
 )
-from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob
+from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
+from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, export_run_dir
 from hotspare_dask.loss import (
     LostWorker,
     Replacement,
@@ -64,12 +66,14 @@ from hotspare_dask.loss import (
     identity_host,
     judge_lost,
     settled,
+    spares_tasks,
     still_lost,
     within_budget,
 )
+from hotspare_dask.mpi import changed_task_snapshots
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY
-from hotspare_dask.settings import JUDGE_POLL_S, explicit_job_kwargs, failover_settings
+from hotspare_dask.settings import JUDGE_POLL_S, VERDICT_MARGIN_S, explicit_job_kwargs, failover_settings
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +120,25 @@ class _Failover:
         self._handled: set[str] = set()
         self._replacements: deque[float] = deque(maxlen=max_submits)
         self._hosts_seen: dict[str, Host] = {}
+        self._task_snapshots: dict[Path, int] = {}  # {a task's quarantine.json: mtime folded}
+        #: On the scheduler: a worker death counts toward its tasks' allowed-failures only once judged no node
+        #: fault. A death with no verdict by dask's lost-worker timeout + judging + a margin counts as before.
+        lost_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
+        self.task_blame = TaskBlame(verdict_timeout_s=lost_s + self.judge_wait_s + VERDICT_MARGIN_S,
+                                    on_settled=self._record_settled)
         config_name = kwargs.get("config_name") or self._job_class().default_config_name()
         try:
-            super().__init__(*args, **explicit_job_kwargs(kwargs, config_name))
+            super().__init__(*args, **export_run_dir(explicit_job_kwargs(kwargs, config_name), config_name,
+                                                     self.run_dir))
         except BaseException:
             self._ledger.close()  # a refused keyword must not leave the workflow's ledger open
             raise
+
+    async def _start(self) -> None:
+        await super()._start()  # type: ignore[misc]
+        # dask-jobqueue's scheduler runs in this process: the plugin goes straight onto it.
+        self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
+        await self.task_blame.start(self.scheduler)
 
     def _job_class(self) -> Any:
         return getattr(type(self), "job_cls")  # noqa: B009 -- the class attribute, before __init__ sets one
@@ -277,6 +294,8 @@ class _Failover:
             self.record.ended(judgement, time.time())
             self._record_query_failures()
         log.warning("hotspare: %s; %s", detail, step.why)
+        self.task_blame.settle(self._worker_names(step.job), forgive=spares_tasks(judgement),
+                               why=f"batch job {judgement.job_id}: {judgement.verdict.reason}")
         job = self.workers.pop(step.job, None)
         if job is not None and getattr(job, "job_id", None) == judgement.job_id:
             self._futures.add(asyncio.ensure_future(job.close()))
@@ -289,6 +308,18 @@ class _Failover:
         else:
             self.worker_spec.pop(step.job, None)
         self._correct_state()
+
+    def _worker_names(self, job: str) -> list[str]:
+        """The names a job's workers register under (``X-0``, or ``X-0-0``, ``X-0-1`` with several processes)."""
+        group = self.worker_spec.get(job, {}).get("group")
+        return [job + suffix for suffix in group] if group else [job]
+
+    def _record_settled(self, settled: Settled) -> None:
+        """A worker death counted toward its tasks' allowed-failures or forgiven, in the workflow's ledger."""
+        if self._closing:
+            return
+        with self._db_lock:
+            self._ledger.observe(0, time.time(), "task-blame", None, settled.describe())
 
     def _record_query_failures(self) -> None:
         """A scheduler that cannot be asked is recorded each time and said once: jobs are then judged from their

@@ -101,6 +101,19 @@ def within_budget(recent_s: Iterable[float], now_s: float, max_submits: int, win
     return sum(1 for t in recent_s if now_s - t < window_s) < max_submits
 
 
+#: Job ends that are the scheduler's doing, not the tasks': the job's tasks are not blamed for its workers' deaths.
+_SCHEDULER_ENDS = frozenset({FailureClass.WALLTIME, FailureClass.PREEMPTED, FailureClass.CANCELLED})
+
+
+def spares_tasks(judgement: JobJudgement) -> bool:
+    """Whether the deaths of a lost job's workers are kept off its tasks' ``allowed-failures`` (pure): the job's
+    node failed, or the scheduler ended the job (walltime, preemption, cancellation). A user error, an OOM, a job
+    whose hook failed or an end nobody can explain counts, as distributed would count it."""
+    if judgement.hook_failed:
+        return False
+    return judgement.node_lost or judgement.verdict.failure_class in _SCHEDULER_ENDS
+
+
 @dataclass(frozen=True, slots=True)
 class Replacement:
     """What to do about one lost job: which hosts to keep out (with the judgement's reasons), whether to

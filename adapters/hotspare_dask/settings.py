@@ -14,6 +14,9 @@ _nprocesses_nthreads = cast(Callable[[int], tuple[int, int]], nprocesses_nthread
 
 #: Seconds between questions to the scheduler while a lost job's end is not yet settled.
 JUDGE_POLL_S = 2.0
+#: Beyond dask's lost-worker timeout and the judging wait: how long a worker death may wait for its verdict before
+#: it counts toward its tasks' allowed-failures anyway (the scheduler commands and log reads take this long at most).
+VERDICT_MARGIN_S = 60.0
 
 #: The worker option that loads :mod:`hotspare_dask.preload` in every worker.
 PRELOAD = ("--preload", "hotspare_dask.preload")
