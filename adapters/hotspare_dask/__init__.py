@@ -1,4 +1,5 @@
-"""dask-jobqueue adapter for hotspare: ``FailoverSLURMCluster`` and ``FailoverPBSCluster``.
+"""dask-jobqueue adapter for hotspare: ``FailoverSLURMCluster`` and ``FailoverPBSCluster``, and :func:`run_mpi`
+for a task that is an MPI job.
 
 Imports only the public API of :mod:`hotspare`. dask-jobqueue comes with the ``dask`` extra
 (``pip install 'hotspare[dask]'``); without it, importing this package says so.
@@ -13,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
 
 from hotspare_dask.cluster import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob
+from hotspare_dask.mpi import MPIRunFailed, SparesSpent, run_mpi
 from hotspare_dask.placement import Placement, build_slurm_exclude, choose_pin, pin_pbs_header
 
 __all__ = [
@@ -20,8 +22,11 @@ __all__ = [
     "FailoverPBSJob",
     "FailoverSLURMCluster",
     "FailoverSLURMJob",
+    "MPIRunFailed",
     "Placement",
+    "SparesSpent",
     "build_slurm_exclude",
     "choose_pin",
     "pin_pbs_header",
+    "run_mpi",
 ]

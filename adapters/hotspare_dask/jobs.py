@@ -1,29 +1,116 @@
-"""The Job classes: dask-jobqueue's own, plus this job's placement in its header.
+"""The Job classes: dask-jobqueue's own, plus this job's placement and node count in its header.
 
 dask-jobqueue builds each job as ``job_cls(scheduler_address, **spec["options"], name=...)``; the failover
 clusters put a :class:`~hotspare_dask.placement.Placement` in each job's options. ``placement`` defaults to
 None because ``cluster.job_script()`` builds a "dummy" job from the cluster-wide keywords, which carry none.
+``job_nodes`` (default 1) is a cluster-wide keyword that dask-jobqueue hands to every job unchanged.
+
+**Multi-node jobs** (``job_nodes=N``, for MPI launched from a task: :mod:`hotspare_dask.mpi`). The batch
+script, and so the one worker, runs once on the job's lead node whatever the node count: the other nodes are
+only reserved, for the task's MPI launch and its spares.
+
+* SLURM: dask-jobqueue's ``-n 1`` becomes ``--nodes=N`` and ``--ntasks-per-node=1`` (sbatch shrinks
+  ``--nodes=4 -n 1`` to one node: "can't run 1 processes on 4 nodes", seen on the bed), so
+  ``--cpus-per-task`` is reserved on every node; ``--no-kill`` keeps the job (and its worker) alive when a
+  node other than the lead dies.
+* PBS: the one-chunk ``select=1:…`` becomes ``select=N:…`` plus ``-W tolerate_node_failures=all`` (PBS Pro's
+  equivalent of ``--no-kill``); Torque's ``nodes=1:…`` becomes ``nodes=N:…`` (Torque has no such attribute;
+  slurm-wlm-torque's qsub honours ``nodes=``). A multi-node PBS job is **placed by PBS, never pinned**: the
+  correct pinned form exists (``select=1:host=A:…+1:host=B:…``, :func:`hotspare.pin_pbs_hosts`), but it needs
+  N free known-good hosts, and a job pinned to a busy one queues behind it. Quarantined hosts a PBS job
+  still gets are kept out of the task's MPI launch by its supervisor (``--quarantine``).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import dask.config
 from dask_jobqueue.pbs import PBSJob
 from dask_jobqueue.slurm import SLURMJob
 
+from hotspare_dask.mpi import RUN_DIR_ENV
 from hotspare_dask.placement import Placement, build_slurm_exclude, pin_pbs_header
+
+
+def check_job_nodes(job_nodes: object) -> int:
+    """``job_nodes`` checked: a whole number >= 1 (ValueError naming the fix)."""
+    if isinstance(job_nodes, bool) or not isinstance(job_nodes, int) or job_nodes < 1:
+        raise ValueError(f"job_nodes={job_nodes!r}: give a whole number >= 1 (nodes each batch job reserves)")
+    return job_nodes
+
+
+_SLURM_ONE_TASK = re.compile(r"^#SBATCH -n 1$", re.MULTILINE)
+_SLURM_NODES = re.compile(r"^#SBATCH +(?:-N\b|--nodes\b)", re.MULTILINE)
+
+
+def build_slurm_nodes_header(header: str, job_nodes: int) -> str:
+    """``header`` reserving ``job_nodes`` nodes, the worker still run once on the lead (pure; 1: unchanged).
+
+    A header that already asks for a node count (a ``-N``/``--nodes`` job_extra_directive) raises ValueError:
+    two counts would leave sbatch to pick one.
+    """
+    if check_job_nodes(job_nodes) == 1:
+        return header
+    if _SLURM_NODES.search(header):
+        raise ValueError(f"job_nodes={job_nodes} and a --nodes/-N directive: give the node count once, as job_nodes")
+    lines = f"#SBATCH --nodes={job_nodes}\n#SBATCH --ntasks-per-node=1\n#SBATCH --no-kill"
+    if _SLURM_ONE_TASK.search(header):
+        return _SLURM_ONE_TASK.sub(lines, header, count=1)
+    return f"{header}\n{lines}" if header else lines  # job_directives_skip dropped "-n 1"
+
+
+_PBS_ONE_CHUNK = re.compile(r"^(#PBS -l )(select|nodes)=1(?=:|\s|$)(.*)$", re.MULTILINE)
+
+
+def build_pbs_nodes_header(header: str, job_nodes: int) -> str:
+    """``header`` asking PBS for ``job_nodes`` chunks (``select=N:…`` and ``-W tolerate_node_failures=all``,
+    or Torque's ``nodes=N:…``) (pure; 1: unchanged). A header without a one-chunk resource line raises
+    ValueError naming the fix."""
+    if check_job_nodes(job_nodes) == 1:
+        return header
+    match = _PBS_ONE_CHUNK.search(header)
+    if match is None:
+        raise ValueError(f"job_nodes={job_nodes}: the PBS header has no '#PBS -l select=1...' or '#PBS -l nodes=1...'"
+                         " line; give resource_spec='select=1:ncpus=N:mem=M' (one node's share) or leave it unset")
+    line = f"{match.group(1)}{match.group(2)}={job_nodes}{match.group(3)}"
+    if match.group(2) == "select":
+        # PBS Pro ends a job when a sister node fails unless the job tolerates it (the lead's loss still ends it).
+        line += "\n#PBS -W tolerate_node_failures=all"
+    return header[: match.start()] + line + header[match.end():]
+
+
+def export_run_dir(kwargs: dict[str, Any], config_name: str, run_dir: Path) -> dict[str, Any]:
+    """The job keywords with ``export HOTSPARE_RUN_DIR=<run_dir>`` last in ``job_script_prologue`` (a new dict):
+    how a task's :func:`~hotspare_dask.mpi.run_mpi` finds the workflow's quarantine and its own run directory.
+
+    The user's prologue (or the deprecated ``env_extra``, or the config's) is kept before it; the path is
+    shell-quoted.
+    """
+    out = dict(kwargs)
+    given = out.get("job_script_prologue")
+    if given is None:
+        given = (out.pop("env_extra", None) or dask.config.get(f"jobqueue.{config_name}.job-script-prologue", None)
+                 or dask.config.get(f"jobqueue.{config_name}.env-extra", None) or [])
+    out["job_script_prologue"] = [*given, f"export {RUN_DIR_ENV}={shlex.quote(str(run_dir))}"]
+    return out
 
 
 class FailoverSLURMJob(SLURMJob):
     """A SLURM job kept off the placement's hosts (``#SBATCH --exclude=``; SLURM cannot pin and exclude
-    differently per job otherwise)."""
+    differently per job otherwise), on ``job_nodes`` nodes."""
 
     job_header: str
 
-    def __init__(self, *args: Any, placement: Placement | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, placement: Placement | None = None, job_nodes: int = 1, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # dask-jobqueue is untyped
         self.placement = placement
+        self.job_nodes = check_job_nodes(job_nodes)
+        self.job_header = build_slurm_nodes_header(self.job_header, self.job_nodes)
         line = build_slurm_exclude(placement.exclude) if placement is not None else None
         if line is not None:
             # After the user's job_extra_directives: a directive sbatch reads last does not change meaning,
@@ -33,7 +120,8 @@ class FailoverSLURMJob(SLURMJob):
 
 class FailoverPBSJob(PBSJob):
     """A PBS job pinned to the placement's host (``select=1:host=H:...``): PBS Pro has no "not on host X"
-    select syntax, so the only way to keep a job off a dead node is to name a good one.
+    select syntax, so the only way to keep a job off a dead node is to name a good one. A job of
+    ``job_nodes`` > 1 is placed by PBS (see the module's docstring).
 
     The job id kept is qsub's whole answer (``4711.pbs01``), not dask-jobqueue's leading digits: ``qstat -x -f
     -F json`` keys its jobs by the whole id, and qdel takes it as well.
@@ -42,8 +130,12 @@ class FailoverPBSJob(PBSJob):
     job_header: str
     job_id_regexp = r"(?P<job_id>\d+(?:\.[A-Za-z0-9_.-]+)?)"
 
-    def __init__(self, *args: Any, placement: Placement | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, placement: Placement | None = None, job_nodes: int = 1, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # dask-jobqueue is untyped
+        self.job_nodes = check_job_nodes(job_nodes)
+        if placement is not None and self.job_nodes > 1:
+            placement = replace(placement, pin=None)  # recorded as it was submitted: unpinned
         self.placement = placement
         if placement is not None and placement.pin is not None:
             self.job_header = pin_pbs_header(self.job_header, placement.pin)
+        self.job_header = build_pbs_nodes_header(self.job_header, self.job_nodes)
