@@ -68,8 +68,8 @@ from hotspare import (
     lead_left,
     load_patterns,
     pin_pbs_hosts,
-    probe_hosts,
     read_outputs,
+    readmit_expired_slurm,
     unhealthy,
 )
 from hotspare_parsl.layout import read_record
@@ -316,16 +316,11 @@ class FailoverProvider(ExecutionProvider):
         does not answer stays out. Elsewhere (PBS, local) no probe can be run from here, so expired hosts
         stay out until readmitted by hand (``Quarantine.readmit``).
         """
-        due = self.quarantine.due()
-        if not due or self._kind != "slurm":
+        if self._kind != "slurm":
             return
-        # --immediate: a node that cannot be had now (down, drained, busy) fails the probe at once.
-        immediate = f"--immediate={max(1, int(self.probe_timeout_s / 2))}"
-        for result in probe_hosts([e.host for e in due], "srun", self.run_dir / "probes",
-                                  timeout_s=self.probe_timeout_s, extra_args=(immediate,)):
-            back = self.quarantine.readmit(result.host, probe_passed=result.ok)
-            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", result.host.name, result.detail,
-                        "readmitted" if back else "kept out")
+        for back in readmit_expired_slurm(self.quarantine, self.run_dir / "probes", timeout_s=self.probe_timeout_s):
+            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", back.probe.host.name,
+                        back.probe.detail, "readmitted" if back.readmitted else "kept out")
 
     def _pick_simulated(self) -> Host:
         """A simulated host for the next block: not quarantined, not held by a live block."""

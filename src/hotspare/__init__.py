@@ -8,7 +8,7 @@ from __future__ import annotations
 from hotspare.act.checkpoint import Checkpoint, find_latest
 from hotspare.act.gateway import ProcessRunner, Runner
 from hotspare.act.launchers import LauncherKind
-from hotspare.act.probe import ProbeResult, probe_hosts
+from hotspare.act.probe import ProbeResult, Readmission, probe_hosts, readmit_expired_slurm
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
 from hotspare.decide.policy import Action, Budgets, Decision, History, decide
@@ -96,6 +96,7 @@ __all__ = [
     "Quarantine",
     "QuarantineReason",
     "QueryFailure",
+    "Readmission",
     "Report",
     "RetryRow",
     "RetryScope",
@@ -129,6 +130,7 @@ __all__ = [
     "read_outputs",
     "read_snapshot",
     "read_tail",
+    "readmit_expired_slurm",
     "resolve_allocation",
     "scan",
     "unhealthy",

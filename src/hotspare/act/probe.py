@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, render_hostfile, write_hostfile
 from hotspare.act.runner import Completed, capture
 from hotspare.hosts import Host
+from hotspare.record.quarantine import Quarantine
 
 #: What the probe runs on each host: the job's Python, doing nothing.
 PROBE_COMMAND = (sys.executable, "-c", "pass")
@@ -69,3 +71,33 @@ def probe_hosts(
 
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(hosts))), thread_name_prefix="hotspare-probe") as pool:
         return list(pool.map(one, enumerate(hosts)))
+
+
+@dataclass(frozen=True, slots=True)
+class Readmission:
+    """An expired quarantine entry's probe, and whether the host was let back in."""
+
+    probe: ProbeResult
+    readmitted: bool
+
+
+def readmit_expired_slurm(quarantine: Quarantine, workdir: Path, *, timeout_s: float,
+                          run: Callable[[list[str], float], Completed] | None = None,
+                          lock: AbstractContextManager[object] | None = None) -> list[Readmission]:
+    """Probe this owner's expired quarantine entries (SLURM: a one-task ``srun --immediate`` on each, its own tiny
+    job, in parallel) and readmit the hosts that answer; a host that does not stays out, its entry kept.
+
+    ``--immediate``: a node that cannot be had now (down, drained, busy) fails the probe at once rather than
+    queueing. ``lock`` guards the quarantine's database (held to read and to readmit, never while probing). Used
+    by the workflow-level owners (the Parsl provider, the Dask clusters).
+    """
+    guard = lock if lock is not None else nullcontext()
+    with guard:
+        due = quarantine.due()
+    if not due:
+        return []
+    immediate = f"--immediate={max(1, int(timeout_s / 2))}"
+    results = probe_hosts([e.host for e in due], LauncherKind.SRUN, workdir, timeout_s=timeout_s,
+                          extra_args=(immediate,), run=run)
+    with guard:
+        return [Readmission(r, quarantine.readmit(r.host, probe_passed=r.ok)) for r in results]
