@@ -4,6 +4,7 @@ the workflow's quarantine; and on the real SLURM bed, a Dask task's MPI job surv
 
 from __future__ import annotations
 
+import pickle
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -98,6 +99,16 @@ def test_exit_93_says_the_spares_are_spent_and_to_retry_in_another_job() -> None
         check_exit(93, Path("/wf/tasks/t"), b"no spare left\n")
     assert isinstance(caught.value, SparesSpent) and caught.value.exit_code == 93
     assert "spares are spent; retry the task in another job" in str(caught.value) and "/wf/tasks/t" in str(caught.value)
+
+
+@pytest.mark.parametrize("rc", [3, 93])
+def test_the_exceptions_survive_the_trip_from_worker_to_client(rc: int) -> None:
+    """Dask pickles a task's exception on the worker: the class, fields and message come back whole."""
+    with pytest.raises(MPIRunFailed) as caught:
+        check_exit(rc, Path("/wf/tasks/t"), b"last words\n")
+    back = pickle.loads(pickle.dumps(caught.value))  # noqa: S301 -- our own bytes, made one line above
+    assert type(back) is type(caught.value) and str(back) == str(caught.value)
+    assert (back.exit_code, back.run_dir) == (rc, Path("/wf/tasks/t"))
 
 
 class _Started:

@@ -82,6 +82,11 @@ class MPIRunFailed(HotspareError):
         super().__init__(f"hotspare launch exited {exit_code}{said} (evidence: {run_dir})")
         self.exit_code = exit_code
         self.run_dir = run_dir
+        self.last_line = last_line
+
+    def __reduce__(self) -> tuple[type[MPIRunFailed], tuple[int, Path, str]]:
+        # Raised on a worker, unpickled on the client: rebuilt from the fields, not from the message.
+        return type(self), (self.exit_code, self.run_dir, self.last_line)
 
 
 class SparesSpent(MPIRunFailed):
