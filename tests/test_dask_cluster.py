@@ -708,3 +708,40 @@ def test_an_unlistable_log_directory_is_said_in_the_judgement(slurm: FailoverSLU
     end = slurm._read_once(LostWorker("tcp://127.0.0.1:1", "w-0", "w-0", "7", Host("n1")))
     assert len(end.unread) == 1 and str(tmp_path / "logs") in end.unread[0]
     assert "could not read" in judge_job(end, load_patterns()).verdict.reason
+
+
+def test_expired_quarantine_comes_back_only_after_a_passing_probe(tmp_path: Path) -> None:
+    """Two quarantined hosts expire: at the next state correction each is probed with a one-task srun (through
+    the cluster's scheduler runner); n3 answers and is readmitted, n4 does not and stays out of the next script,
+    and n4 is not probed again on every adapt tick (only after window_s)."""
+    NoSubmitJob.scripts.clear()
+    probed: list[str] = []
+
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        if argv[0] != "srun":
+            return Completed(tuple(argv), 1, "", "not asked in this test\n", False)
+        host = next(a.split("=", 1)[1] for a in argv if a.startswith("--nodelist="))
+        probed.append(host)
+        rc = 0 if host == "n3" else 1
+        return Completed(tuple(argv), rc, "", "" if rc == 0 else "srun: error: Unable to allocate resources\n", False)
+
+    cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                   query=SchedulerQuery("slurm", None, run=run), quarantine_ttl_s=0.01,
+                                   scheduler_options=LOOPBACK)
+    try:
+        for name in ("n3", "n4"):
+            cluster.quarantine.add(Host(name), QuarantineReason.SCRAPED, ttl_s=0.01, detail="test")
+        time.sleep(0.05)
+        cluster.adapt(minimum_jobs=1, maximum_jobs=1, interval="100ms")
+        wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+        time.sleep(0.5)  # several adapt ticks
+        assert [e.host.name for e in cluster.quarantine.entries()] == ["n4"]
+        assert "#SBATCH --exclude=n4\n" in NoSubmitJob.scripts[0], NoSubmitJob.scripts[0]
+        assert sorted(probed) == ["n3", "n4"]  # once each: n4 waits window_s before its next probe
+    finally:
+        cluster.close()
+
+
+def test_probe_timeout_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="probe_timeout_s"):
+        FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path, probe_timeout_s=0, scheduler_options=LOOPBACK)

@@ -56,6 +56,7 @@ from hotspare import (
     WorkflowRecord,
     load_patterns,
     read_outputs,
+    readmit_expired_slurm,
 )
 from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, export_run_dir
@@ -96,13 +97,19 @@ class _Failover:
 
     def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask", quarantine_ttl_s: float | None = None,
                  max_submits: int = 20, window_s: float = 600.0, judge_wait_s: float = 60.0,
-                 query: SchedulerQuery | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep, **kwargs: Any) -> None:
+                 probe_timeout_s: float = 30.0, query: SchedulerQuery | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 **kwargs: Any) -> None:
         # Everything the overrides use is set before dask-jobqueue's constructor, which in synchronous mode
         # starts the scheduler, corrects state and scales inside itself.
         self.run_dir, self.quarantine_ttl_s, self.max_submits, self.window_s, self.judge_wait_s = (
             failover_settings(run_dir, quarantine_ttl_s, max_submits, window_s, judge_wait_s))
         self._clock, self._sleep = clock, sleep
+        if not probe_timeout_s > 0:
+            raise ValueError(f"probe_timeout_s={probe_timeout_s!r}: give a positive number of seconds")
+        self.probe_timeout_s = float(probe_timeout_s)
+        #: When an expired quarantine entry whose probe failed may be probed again (monotonic seconds).
+        self._probe_after: dict[Host, float] = {}
         #: Set when close() starts: a lost job's judging stops waiting for the scheduler (close awaits it).
         self._closing = False
         #: Scheduler commands that did not answer since the last act step (recorded there, said once).
@@ -145,7 +152,8 @@ class _Failover:
 
     # -- placement: a fresh spec per job --------------------------------------------------------------
     def placement(self) -> Placement:
-        """Where the next job may run (SLURM: off the quarantined hosts)."""
+        """Where the next job may run (SLURM: off the quarantined hosts, those the MPI tasks found included)."""
+        self.fold_task_findings()
         with self._db_lock:
             return Placement.of(exclude=self.quarantine.hosts())
 
@@ -178,8 +186,17 @@ class _Failover:
         return {name: self.fresh_spec()}
 
     async def _correct_state_internal(self) -> None:
+        await asyncio.to_thread(self._readmit_due)  # probes are subprocesses: off the event loop
+        self.fold_task_findings()
+        self._place_pending()
         await super()._correct_state_internal()  # type: ignore[misc]
         self._record_submitted()
+
+    def _place_pending(self) -> None:
+        """Jobs planned but not yet submitted get their placement from the quarantine as it is now: their spec
+        was built when scale() or adapt() asked for them, before this step readmitted or added hosts."""
+        for name in [n for n in self.worker_spec if n not in self.workers]:
+            self.worker_spec[name] = self.fresh_spec()
 
     def _record_submitted(self) -> None:
         """Each newly submitted job in the workflow's record, with the hosts its placement kept out."""
@@ -192,6 +209,23 @@ class _Failover:
             excluded = list(placement.exclude) if placement is not None else []
             with self._db_lock:
                 self.record.submitted(str(job_id), str(job.name), time.time(), excluded)
+
+    # -- what the MPI tasks' supervisors found (hotspare_dask.mpi) ----------------------------------------
+    def fold_task_findings(self) -> list[Entry]:
+        """Take into the workflow's quarantine what each MPI task's supervisor published in its own run directory
+        (``run_dir/tasks/*/quarantine.json``), so later jobs are placed off those hosts; the entries added.
+
+        Called before each job's placement and at each state correction; a snapshot is read again only when it
+        changed, and an entry is folded once (a host readmitted here stays readmitted)."""
+        with self._db_lock:
+            changed = changed_task_snapshots(self.run_dir, self._task_snapshots)
+            added, problems = self.quarantine.fold(changed) if changed else ([], [])
+        for entry in added:
+            log.warning("hotspare: %s quarantined by an MPI task (%s): %s", entry.host.name, entry.reason,
+                        entry.detail)
+        for problem in problems:
+            log.warning("hotspare: an MPI task's findings could not be read: %s", problem)
+        return added
 
     # -- losses: read, decide, act --------------------------------------------------------------------
     def _update_worker_status(self, op: str, msg: Any) -> None:
@@ -309,6 +343,26 @@ class _Failover:
             self.worker_spec.pop(step.job, None)
         self._correct_state()
 
+    def _readmit_due(self) -> None:
+        """Quarantined hosts whose ``quarantine_ttl_s`` passed come back only after a passing probe (SLURM: a
+        one-task ``srun --immediate`` on the host, through the cluster's scheduler runner). A host that does not
+        answer stays out and is not probed again for ``window_s`` (adapt corrects state every second). PBS: no
+        probe can be run from here, so expired hosts stay out until readmitted by hand (``Quarantine.readmit``)."""
+        if self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
+            return
+        now = self._clock()
+        with self._db_lock:
+            due = self.quarantine.due()
+        if not any(self._probe_after.get(e.host, 0.0) <= now for e in due):
+            return
+        found = readmit_expired_slurm(self.quarantine, self.run_dir / "probes", timeout_s=self.probe_timeout_s,
+                                      run=self._query.run, lock=self._db_lock)
+        for back in found:
+            if not back.readmitted:
+                self._probe_after[back.probe.host] = now + self.window_s
+            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", back.probe.host.name,
+                        back.probe.detail, "readmitted" if back.readmitted else "kept out")
+
     def _worker_names(self, job: str) -> list[str]:
         """The names a job's workers register under (``X-0``, or ``X-0-0``, ``X-0-1`` with several processes)."""
         group = self.worker_spec.get(job, {}).get("group")
@@ -345,8 +399,8 @@ class FailoverSLURMCluster(_Failover, SLURMCluster):
     Every ``SLURMCluster`` argument, plus ``run_dir`` (the workflow directory: ledger and
     ``quarantine.json``), ``quarantine_ttl_s`` (None: until readmitted by hand), ``max_submits`` and
     ``window_s`` (at most that many replacements of lost jobs per window), ``judge_wait_s`` (how long a lost
-    job's judging waits for the scheduler to end it or report its node down) and ``query``, ``clock``,
-    ``sleep`` (tests).
+    job's judging waits for the scheduler to end it or report its node down), ``job_nodes`` (nodes per job, for
+    an MPI job run from a task: :mod:`hotspare_dask.mpi`) and ``query``, ``clock``, ``sleep`` (tests).
     """
 
     job_cls = FailoverSLURMJob
@@ -375,6 +429,7 @@ class FailoverPBSCluster(_Failover, PBSCluster):
 
     def placement(self) -> Placement:
         """The next job's host: pinned only once a host is quarantined (PBS places freely until then)."""
+        self.fold_task_findings()
         with self._db_lock:
             bad = self.quarantine.hosts()
         if not bad:
