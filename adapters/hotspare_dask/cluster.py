@@ -440,3 +440,11 @@ class FailoverPBSCluster(_Failover, PBSCluster):
     def _busy_hosts(self) -> set[Host]:
         live = {str(getattr(j, "job_id", None)) for j in self.workers.values()}
         return {h for job_id, h in self._hosts_seen.items() if job_id in live}
+
+
+# help() on a drop-in replacement should list the keywords it takes: dask-jobqueue's own, documented on its classes
+# (its test_docstring_cluster checks "cores :" and the class's name), with the examples naming ours.
+for _ours, _theirs in ((FailoverSLURMCluster, SLURMCluster), (FailoverPBSCluster, PBSCluster)):
+    _doc = (_theirs.__doc__ or "").replace(f"from dask_jobqueue import {_theirs.__name__}",
+                                           f"from hotspare_dask import {_ours.__name__}")
+    _ours.__doc__ = f"{_ours.__doc__}\n{_doc.replace(f'{_theirs.__name__}(', f'{_ours.__name__}(')}"
