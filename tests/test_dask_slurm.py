@@ -169,6 +169,7 @@ def test_a_task_that_kills_its_worker_is_no_node_fault(slurm_bed, tmp_path: Path
         # No reference to the Job kept: SpecCluster's close() asserts that every Job still alive is closed, and
         # dask-jobqueue's Job.close() cancels the batch job without marking itself closed.
         (job_id,) = [j.job_id for j in cluster.workers.values()]
+        time.sleep(2)  # the nanny ends its own start just after its worker registers (a kill before ends the nanny)
         with pytest.raises(KilledWorker):
             client.submit(crash, pure=False).result(timeout=120)
         assert client.submit(square, 7).result(timeout=60) == 49
