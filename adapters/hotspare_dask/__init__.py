@@ -12,6 +12,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("hotspare_dask needs dask-jobqueue: install the extra with pip install 'hotspare[dask]'") from exc
 
+from hotspare_dask.blame import Settled, TaskBlame
 from hotspare_dask.cluster import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob
 from hotspare_dask.mpi import MPIRunFailed, SparesSpent, run_mpi
@@ -24,7 +25,9 @@ __all__ = [
     "FailoverSLURMJob",
     "MPIRunFailed",
     "Placement",
+    "Settled",
     "SparesSpent",
+    "TaskBlame",
     "build_slurm_exclude",
     "choose_pin",
     "pin_pbs_header",
