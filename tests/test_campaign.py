@@ -11,15 +11,16 @@ CAMPAIGN = Path(__file__).resolve().parent.parent / "benchmarks" / "campaign.py"
 
 
 def test_short_campaign(slurm_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Crash, freeze, rank kill (victims drawn among the active nodes) and ENOSPC: every run correct, no healthy
-    node retired, no spare spent on the storage fault, and every run ends with the fault-free checksum."""
+    """Crash, freeze and rank kill (victims drawn among the active nodes): every run correct, no healthy node
+    retired, and every run ends with the fault-free checksum. (The campaign's fourth kind, ENOSPC, is left to the
+    benchmark's own runs and tests/test_supervisor.py, for the suite's time budget.)"""
     slurm_cluster.close()  # the campaign brings up a fresh bed per run, on the same ports
     out = tmp_path / "campaign.json"
-    done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "4", "--json", str(out), "--seed", "7"],
+    done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "3", "--json", str(out), "--seed", "7"],
                           capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("runs=4 correct=4 healthy_retired=0 spares_wasted=0 "), last
+    assert last.startswith("runs=3 correct=3 healthy_retired=0 spares_wasted=0 "), last
     runs = json.loads(out.read_text())
-    assert [r["kind"] for r in runs] == ["crash", "freeze", "rankkill", "enospc"]
+    assert [r["kind"] for r in runs] == ["crash", "freeze", "rankkill"]
     assert all(r["checksum_ok"] for r in runs)

@@ -54,7 +54,9 @@ def _wait_for_step(log: Path, step: int, proc: subprocess.Popen[bytes], timeout_
     raise AssertionError(f"step {step} never appeared in {log}")
 
 
-@pytest.mark.parametrize(("fault", "k"), [("crash", 0), ("crash", 1), ("crash", 2), ("freeze", 1)])
+# The first and last active node crashed, the middle one frozen (every position is drawn at random by the campaign
+# in tests/test_campaign.py and benchmarks/campaign.py; a middle-node crash was dropped here for the suite's budget).
+@pytest.mark.parametrize(("fault", "k"), [("crash", 0), ("crash", 2), ("freeze", 1)])
 def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault: str, k: int) -> None:  # type: ignore[no-untyped-def]
     """Crash (or freeze) active node k of a 3+1 allocation under srun: exactly that node is evicted, the
     scheduler's report is in the ledger, the job resumes on the spare and ends with the fault-free checksum."""
