@@ -232,3 +232,16 @@ def test_hydra_bad_termination_needs_the_running_at_line_just_above(patterns: Pa
     assert names(verdict(near, patterns, rc=9).blamed_hosts) == ["n2"]
     far = "=   PID 897 RUNNING AT n2\n" + "noise\n" * 10 + "=   EXIT CODE: 9\n"
     assert verdict(far, patterns, rc=9).blamed_hosts == ()
+
+
+@pytest.mark.parametrize("text", ["", "[17:29:55][I] iter=42 epoch=0\n", "loading data\nstarting training\n"])
+def test_no_exit_status_and_no_evidence_is_unknown_never_success(patterns: PatternSet, text: str) -> None:
+    """Issue 11, no verdict without evidence: a log cut short (or a job killed before it could say why) with no exit
+    status is unknown, not success; it blames nobody and swaps nobody. Exit 0 or the scheduler's COMPLETED is
+    success."""
+    v = verdict(text, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and "no exit status" in v.reason
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert verdict(text, patterns, rc=0).failure_class is FailureClass.SUCCESS
+    done = classify(scan(text.encode(), patterns), facts=SchedulerFacts(job_state="COMPLETED"))
+    assert done.failure_class is FailureClass.SUCCESS

@@ -18,7 +18,9 @@ The rules, in order (each from the seeds):
 5. When no line names a host, nobody is blamed: never guess.
 
 Exit status 0 is success before all of these: the launcher's word on the
-job outranks error lines the job survived.
+job outranks error lines the job survived. No verdict without evidence: with
+no exit status, a log that shows no failure is ``unknown``, never ``success``
+(success needs exit 0 or the scheduler's ``COMPLETED``).
 """
 
 from __future__ import annotations
@@ -307,7 +309,9 @@ def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
     if status is None:
         if noise:
             return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status")
-        return _Decision(FailureClass.SUCCESS, (), "no failure evidence (no exit status given)")
+        # No verdict without evidence: a log that shows no failure has not shown success either (a job killed
+        # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
+        return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success")
     if status.ok:
         return _Decision(FailureClass.SUCCESS, (), "exit 0 and no failure evidence")
     if status.signal == signal.SIGINT:
