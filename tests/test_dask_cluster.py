@@ -503,6 +503,32 @@ def end(job_state: str | None, node_state: str) -> JobEnd:
     return JobEnd("55", (Host("n3"),), facts, {Host("n3"): node_state}, b"", None, ())
 
 
+def requeued(restarts: int, state: str = "PENDING", reason: str = "BeginTime") -> JobEnd:
+    """A lost job SLURM put back in its queue (as it does for a batch job whose node failed and came back)."""
+    return JobEnd("55", (Host("n3"),), JobFacts("55", state, (), None, reason, restarts), {Host("n3"): "IDLE"}, b"",
+                  None, ())
+
+
+@pytest.mark.parametrize(("lost", "judged_now", "blamed"), [
+    (requeued(1), True, True),  # the node rebooted within SlurmdTimeout: never DOWN, but the job was requeued
+    (requeued(2, "REQUEUE_HOLD"), True, True),
+    (requeued(0), False, False),  # a job that has not started yet is no requeue
+    (requeued(1, "RUNNING"), False, False),  # restarted before and running: the requeue says nothing of this loss
+    (requeued(1, reason="JobHeldAdmin Preempted"), False, False),  # a preemption is no node fault
+])
+def test_a_job_slurm_requeued_after_its_workers_were_lost_is_a_node_fault(patterns: PatternSet, lost: JobEnd,
+                                                                         judged_now: bool, blamed: bool) -> None:
+    """Found by benchmarks/dask_recovery.py --reboot-after 5: the crashed node came back before SLURM marked it
+    DOWN, SLURM requeued the job (PENDING, Restarts=1), and the cluster waited judge_wait_s, judged 'unknown' and
+    resubmitted onto the same node. The requeue is the scheduler's word that the run ended: judged at once, the
+    worker's node kept out (the workers' loss is the second signal)."""
+    assert settled(lost) is judged_now
+    judged = judge_lost(lost, patterns)
+    assert judged.keep_out == (((Host("n3"), QuarantineReason.SCHEDULER),) if blamed else ())
+    if blamed:
+        assert "requeued the job (Restarts=" in judged.verdict.reason
+
+
 @pytest.mark.parametrize(("lost", "blamed"), [
     (end("RUNNING", "DOWN*"), True),  # judged before SLURM ended the job NODE_FAIL: the node's state decides
     (end("NODE_FAIL", "DOWN*"), True),

@@ -15,6 +15,7 @@ from hotspare.act.scheduler import (
     parse_duration_s,
     parse_pbsnodes,
     parse_qstat_time_left,
+    parse_scontrol_job,
     parse_scontrol_nodes,
     parse_squeue_time_left,
     unhealthy,
@@ -116,3 +117,12 @@ def test_scheduler_kind_is_a_value() -> None:
 def test_pin_pbs_hosts(script: str, hosts: list[str], expected: str | None) -> None:
     """PBS Pro select chunks and Torque nodes= lines ask for exactly the given hosts (PBS cannot exclude one)."""
     assert pin_pbs_hosts(script, [Host(h) for h in hosts]) == expected
+
+
+def test_scontrol_restarts_are_read() -> None:
+    """SLURM's Restarts= (a requeued job) reaches JobFacts; a job never restarted reads 0."""
+    facts = parse_scontrol_job("JobId=1 JobName=dask-worker JobState=PENDING Reason=BeginTime Dependency=(null) "
+                               "Requeue=1 Restarts=1 BatchFlag=1 ExitCode=0:0 NodeList=(null)")
+    assert facts is not None and facts.restarts == 1 and facts.requeued and facts.hosts == ()
+    fresh = parse_scontrol_job("JobId=2 JobState=RUNNING Restarts=0 NodeList=n1 ExitCode=0:0")
+    assert fresh is not None and fresh.restarts == 0 and not fresh.requeued

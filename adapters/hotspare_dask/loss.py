@@ -60,6 +60,8 @@ def settled(end: JobEnd) -> bool:
     healthy nodes is not settled: SLURM marks a crashed node DOWN only after SlurmdTimeout."""
     if any(unhealthy(end.node_states.get(h, "")) for h in end.hosts):
         return True
+    if end.facts is not None and end.facts.requeued:
+        return True  # SLURM ended the run the workers belonged to and queued the job again
     if end.facts is None:
         # Forgotten (PBS without job history, slurm-wlm-torque's qstat): only the node's state can still speak.
         return not end.node_states
@@ -77,6 +79,12 @@ def judge_lost(end: JobEnd, patterns: PatternSet) -> JobJudgement:
     judged = judge_job(end, patterns, state="worker lost")
     if judged.node_lost or judged.hook_failed:
         return judged
+    if end.facts is not None and end.facts.requeued and end.hosts:
+        # Two signals: the workers' whole process tree vanished (no nanny restart), and SLURM ended that run and
+        # queued the job again, which it does for a batch job whose node failed (a node that reboots within the
+        # slurmd timeout is never reported DOWN; seen on the bed).
+        return judge_host_lost(end.job_id, end.hosts, f"lost the job's workers, and SLURM requeued the job "
+                               f"(Restarts={end.facts.restarts}, {end.facts.state})", state=end.facts.state)
     down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
     if not down:
         return judged

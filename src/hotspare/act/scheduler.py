@@ -116,11 +116,25 @@ class JobFacts:
     hosts: tuple[Host, ...] = ()
     exit_code: int | None = None
     reason: str = ""
+    #: How many times the scheduler started the job again (SLURM ``Restarts=``; 0 when not said).
+    restarts: int = 0
 
     @property
     def node_failed(self) -> bool:
         """SLURM's NODE_FAIL (PBS says it only in the job's comment, which :attr:`reason` carries)."""
         return self.state.upper().startswith("NODE_FAIL")
+
+    @property
+    def requeued(self) -> bool:
+        """The scheduler put the job back in its queue after a run ended (SLURM requeues a batch job whose node
+        failed, by default): restarted at least once and waiting to run again. Not after a preemption."""
+        state = self.state.upper().split()[0] if self.state.strip() else ""
+        return (self.restarts > 0 and state in _REQUEUED_STATES
+                and "preempt" not in self.reason.lower())
+
+
+#: SLURM states of a job put back in the queue (before it runs again).
+_REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING"})
 
 
 def _hosts(names: Sequence[str]) -> tuple[Host, ...]:
@@ -145,7 +159,9 @@ def parse_scontrol_job(text: str) -> JobFacts | None:
     code = re.fullmatch(r"(\d+):(\d+)", fields.get("ExitCode", ""))
     exit_code = None if code is None else (128 + int(code.group(2)) if int(code.group(2)) else int(code.group(1)))
     reason = fields.get("Reason", "")
-    return JobFacts(fields["JobId"], fields["JobState"], hosts, exit_code, "" if reason == "None" else reason)
+    restarts = int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else 0
+    return JobFacts(fields["JobId"], fields["JobState"], hosts, exit_code, "" if reason == "None" else reason,
+                    restarts)
 
 
 def parse_pbs_exec_host(text: str) -> tuple[Host, ...]:
