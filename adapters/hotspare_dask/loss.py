@@ -134,11 +134,12 @@ class Replacement:
 
 
 def decide_replacement(job: str, judgement: JobJudgement, *, budget_left: bool) -> Replacement:
-    """Resubmit a lost job elsewhere unless its own code is to blame or the resubmission budget is spent."""
+    """Resubmit a lost job elsewhere unless its own code is to blame or the resubmission budget is spent. ``why``
+    says what was done; the verdict's reason is the judgement's (the cluster logs both once)."""
     verdict = judgement.verdict
     if judgement.hook_failed or verdict.failure_class is FailureClass.USER_ERROR:
-        return Replacement(job, judgement, False, f"not resubmitted: a user error ({verdict.reason})")
+        return Replacement(job, judgement, False, "not resubmitted: a user error")
     if not budget_left:
         return Replacement(job, judgement, False, "not resubmitted: max_submits replacements in window_s spent")
-    where = "elsewhere" if judgement.keep_out else "as before"
-    return Replacement(job, judgement, True, f"resubmitted {where}: {verdict.reason}")
+    where = f"off {', '.join(h.name for h, _ in judgement.keep_out)}" if judgement.keep_out else "as before"
+    return Replacement(job, judgement, True, f"resubmitted {where}")
