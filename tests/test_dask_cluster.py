@@ -94,8 +94,8 @@ SLURM_GOLDEN = textwrap.dedent("""\
     #SBATCH --cpus-per-task=4
     #SBATCH --mem=4G
     #SBATCH -t 00:30:00{exclude}
-    export HOTSPARE_RUN_DIR=TMP/run
-    PYTHON -m distributed.cli.dask_worker SCHEDULER --name {name} --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+
+    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name {name} --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
     """)
 
 
@@ -127,8 +127,8 @@ PBS_GOLDEN = textwrap.dedent("""\
     #PBS -l walltime=00:30:00
     #PBS -e TMP/logs/
     #PBS -o TMP/logs/
-    export HOTSPARE_RUN_DIR=TMP/run
-    PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+
+    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
     """)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import pytest
 from distributed import Client
 
@@ -22,7 +23,7 @@ from hotspare_dask.jobs import (
     FailoverSLURMJob,
     build_pbs_nodes_header,
     build_slurm_nodes_header,
-    export_run_dir,
+    run_dir_on_worker,
 )
 from hotspare_dask.mpi import RUN_DIR_ENV, SUPERVISOR_LOG, build_launch_argv, check_exit, workflow_dir
 from hotspare_dask.placement import Placement
@@ -221,16 +222,20 @@ def test_pbs_multi_node_jobs_are_placed_by_pbs_not_pinned() -> None:
     assert "host=" not in job.job_script() and job.placement == Placement()
 
 
-def test_the_job_script_exports_the_workflow_dir_shell_quoted(tmp_path: Path) -> None:
-    """Each job tells its tasks the cluster's run_dir (quoted: it is a path); the user's prologue is kept first."""
-    kwargs = export_run_dir({"job_script_prologue": ["module load mpi"]}, "slurm", Path(HOSTILE))
-    assert kwargs["job_script_prologue"] == ["module load mpi", """export HOTSPARE_RUN_DIR='/tmp/my dir/it'"'"'s; rm -rf ~/ünï'"""]
-    assert export_run_dir({"env_extra": ["a=1"]}, "slurm", Path("/wf"))["job_script_prologue"] == [
-        "a=1", "export HOTSPARE_RUN_DIR=/wf"]
+def test_the_worker_command_carries_the_workflow_dir_shell_quoted(tmp_path: Path) -> None:
+    """Each job's worker command tells its tasks the cluster's run_dir (quoted: it is a path), before the python
+    the user or the config named; the user's prologue is left exactly as given (no export is added to it)."""
+    kwargs = run_dir_on_worker({"python": "/opt/py/bin/python3"}, "slurm", Path(HOSTILE))
+    assert kwargs["python"] == """HOTSPARE_RUN_DIR='/tmp/my dir/it'"'"'s; rm -rf ~/ünï' /opt/py/bin/python3"""
+    assert run_dir_on_worker({}, "slurm", Path("/wf"))["python"] == f"HOTSPARE_RUN_DIR=/wf {sys.executable}"
+    with dask.config.set({"jobqueue.slurm.python": "srun python"}):
+        assert run_dir_on_worker({}, "slurm", Path("/wf"))["python"] == "HOTSPARE_RUN_DIR=/wf srun python"
     cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "wf", scheduler_options=LOOPBACK,
                                    job_script_prologue=["module load mpi"])
     try:
-        assert f"module load mpi\nexport HOTSPARE_RUN_DIR={tmp_path / 'wf'}\n" in cluster.job_script()
+        script = cluster.job_script()
+        assert "module load mpi\n" in script and "export" not in script
+        assert f"HOTSPARE_RUN_DIR={tmp_path / 'wf'} {sys.executable} -m distributed.cli.dask_worker " in script
     finally:
         cluster.close()
 

@@ -59,7 +59,7 @@ from hotspare import (
     readmit_expired_slurm,
 )
 from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
-from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, export_run_dir
+from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, run_dir_on_worker
 from hotspare_dask.loss import (
     LostWorker,
     Replacement,
@@ -135,7 +135,7 @@ class _Failover:
                                     on_settled=self._record_settled)
         config_name = kwargs.get("config_name") or self._job_class().default_config_name()
         try:
-            super().__init__(*args, **export_run_dir(explicit_job_kwargs(kwargs, config_name), config_name,
+            super().__init__(*args, **run_dir_on_worker(explicit_job_kwargs(kwargs, config_name), config_name,
                                                      self.run_dir))
         except BaseException:
             self._ledger.close()  # a refused keyword must not leave the workflow's ledger open

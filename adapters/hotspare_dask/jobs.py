@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -84,19 +85,18 @@ def build_pbs_nodes_header(header: str, job_nodes: int) -> str:
     return header[: match.start()] + line + header[match.end():]
 
 
-def export_run_dir(kwargs: dict[str, Any], config_name: str, run_dir: Path) -> dict[str, Any]:
-    """The job keywords with ``export HOTSPARE_RUN_DIR=<run_dir>`` last in ``job_script_prologue`` (a new dict):
-    how a task's :func:`~hotspare_dask.mpi.run_mpi` finds the workflow's quarantine and its own run directory.
+def run_dir_on_worker(kwargs: dict[str, Any], config_name: str, run_dir: Path) -> dict[str, Any]:
+    """The job keywords with the worker command prefixed by ``HOTSPARE_RUN_DIR=<run_dir>`` (a new dict): how a
+    task's :func:`~hotspare_dask.mpi.run_mpi` finds the workflow's quarantine and its own run directory.
 
-    The user's prologue (or the deprecated ``env_extra``, or the config's) is kept before it; the path is
-    shell-quoted.
+    The assignment goes on the worker's command line (``HOTSPARE_RUN_DIR=/wf /usr/bin/python -m
+    distributed.cli.dask_worker ...``), not into ``job_script_prologue``, so a script is dask-jobqueue's own plus
+    that one word (and the placement): the user's prologue stays exactly as given. The ``python`` the user (or the
+    config) named is kept after it; the path is shell-quoted.
     """
     out = dict(kwargs)
-    given = out.get("job_script_prologue")
-    if given is None:
-        given = (out.pop("env_extra", None) or dask.config.get(f"jobqueue.{config_name}.job-script-prologue", None)
-                 or dask.config.get(f"jobqueue.{config_name}.env-extra", None) or [])
-    out["job_script_prologue"] = [*given, f"export {RUN_DIR_ENV}={shlex.quote(str(run_dir))}"]
+    python = out.get("python") or dask.config.get(f"jobqueue.{config_name}.python", None) or sys.executable
+    out["python"] = f"{RUN_DIR_ENV}={shlex.quote(str(run_dir))} {python}"
     return out
 
 
