@@ -63,7 +63,8 @@ from hotspare import (
 
 log = logging.getLogger(__name__)
 
-#: Set in every failover job's script (``job_script_prologue``): the cluster's ``run_dir``.
+#: Set on every failover job's worker command line (``HOTSPARE_RUN_DIR=... python -m distributed.cli.dask_worker``):
+#: the cluster's ``run_dir``.
 RUN_DIR_ENV = "HOTSPARE_RUN_DIR"
 #: The tasks' own run directories, under the cluster's ``run_dir``.
 TASKS_DIR = "tasks"
