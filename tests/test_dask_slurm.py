@@ -140,8 +140,9 @@ def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed
         (spare,) = set(slurm_bed.nodes) - set(before.values())
         victim, _, new_id = _crash_one_job_under_load(cluster, client, slurm_bed, before)
         assert _job_field(slurm_bed.env, new_id, "ReqNodeList") == spare
-        assert _job_field(slurm_bed.env, new_id) == spare
+        # The stream may finish before the replacement starts (seen in CI): where it runs is asked once it runs.
         client.wait_for_workers(3 * processes, timeout=120)
+        assert _job_field(slurm_bed.env, new_id) == spare
         assert victim not in _worker_hosts(cluster).values()
         (entry,) = cluster.quarantine.entries()
         assert entry.host == Host(victim) and entry.reason is QuarantineReason.SCHEDULER
