@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from hotspare import SNAPSHOT_NAME, Host, Quarantine, QuarantineReason, read_snapshot
+from hotspare import SNAPSHOT_NAME, Host, Quarantine, QuarantineReason, changed_snapshots, read_snapshot
 from hotspare.errors import InputError
 
 
@@ -98,3 +99,18 @@ def test_a_bad_snapshot_is_refused_with_its_path(tmp_path: Path, text: str) -> N
     path.write_text(text)
     with pytest.raises(InputError, match=SNAPSHOT_NAME):
         read_snapshot(path)
+
+
+def test_changed_snapshots_reports_each_task_snapshot_once_per_change(tmp_path: Path) -> None:
+    """The one scan both adapters use to fold their tasks' findings: new and rewritten snapshots, never the same
+    one twice; a missing parent directory is simply nothing yet."""
+    seen: dict[Path, int] = {}
+    assert changed_snapshots(tmp_path / "tasks", seen) == []
+    a, b = tmp_path / "tasks" / "a" / SNAPSHOT_NAME, tmp_path / "tasks" / "b" / SNAPSHOT_NAME
+    for snap in (a, b):
+        snap.parent.mkdir(parents=True)
+        snap.write_text("{}")
+    assert changed_snapshots(tmp_path / "tasks", seen) == [a, b]
+    assert changed_snapshots(tmp_path / "tasks", seen) == []
+    os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 1_000_000))
+    assert changed_snapshots(tmp_path / "tasks", seen) == [b]

@@ -54,6 +54,7 @@ from hotspare import (
     SchedulerKind,
     SchedulerQuery,
     WorkflowRecord,
+    changed_snapshots,
     load_patterns,
     read_outputs,
     readmit_expired_slurm,
@@ -71,7 +72,7 @@ from hotspare_dask.loss import (
     still_lost,
     within_budget,
 )
-from hotspare_dask.mpi import changed_task_snapshots
+from hotspare_dask.mpi import TASKS_DIR
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY
 from hotspare_dask.settings import JUDGE_POLL_S, VERDICT_MARGIN_S, explicit_job_kwargs, failover_settings
@@ -218,7 +219,7 @@ class _Failover:
         Called before each job's placement and at each state correction; a snapshot is read again only when it
         changed, and an entry is folded once (a host readmitted here stays readmitted)."""
         with self._db_lock:
-            changed = changed_task_snapshots(self.run_dir, self._task_snapshots)
+            changed = changed_snapshots(self.run_dir / TASKS_DIR, self._task_snapshots)
             added, problems = self.quarantine.fold(changed) if changed else ([], [])
         for entry in added:
             log.warning("hotspare: %s quarantined by an MPI task (%s): %s", entry.host.name, entry.reason,

@@ -145,21 +145,6 @@ def new_task_dir(workflow: Path) -> Path:
     return workflow / TASKS_DIR / f"task-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
 
 
-def changed_task_snapshots(workflow: Path, seen: dict[Path, int]) -> list[Path]:
-    """The tasks' ``quarantine.json`` files under ``workflow/tasks/`` that are new or changed since ``seen``
-    ({path: mtime in ns}, updated here), for :meth:`hotspare.Quarantine.fold`."""
-    changed = []
-    for snap in sorted((workflow / TASKS_DIR).glob(f"*/{SNAPSHOT_NAME}")):
-        try:
-            mtime = snap.stat().st_mtime_ns
-        except OSError:  # a task's supervisor replacing it this instant: read at the next call
-            continue
-        if seen.get(snap) != mtime:
-            seen[snap] = mtime
-            changed.append(snap)
-    return changed
-
-
 def check_exit(rc: int, run_dir: Path, tail: bytes = b"") -> int:
     """0 for a supervisor that succeeded; otherwise :class:`SparesSpent` (93) or :class:`MPIRunFailed`, with
     the exit status, the last line it printed and its run directory."""

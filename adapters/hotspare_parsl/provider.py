@@ -63,6 +63,7 @@ from hotspare import (
     SchedulerKind,
     SchedulerQuery,
     WorkflowRecord,
+    changed_snapshots,
     judge_host_lost,
     judge_job,
     lead_left,
@@ -438,15 +439,7 @@ class FailoverProvider(ExecutionProvider):
 
     def fold_findings(self) -> None:
         """Take into the workflow's quarantine what each task supervisor published in its run directory."""
-        changed = []
-        for snap in (self.run_dir / "tasks").glob(f"*/{SNAPSHOT_NAME}"):
-            try:
-                mtime = snap.stat().st_mtime_ns
-            except OSError:
-                continue
-            if self._findings.get(snap) != mtime:
-                self._findings[snap] = mtime
-                changed.append(snap)
+        changed = changed_snapshots(self.run_dir / "tasks", self._findings)
         if not changed:
             return
         added, problems = self.quarantine.fold(changed)

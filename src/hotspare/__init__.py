@@ -48,7 +48,7 @@ from hotspare.jobs import (
 from hotspare.record.files import read_tail, write_atomic
 from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
 from hotspare.record.postmortem import Report, build_report
-from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, read_snapshot
+from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, changed_snapshots, read_snapshot
 from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 from hotspare.supervisor import RunConfig, Supervisor
 
@@ -114,6 +114,7 @@ __all__ = [
     "Verdict",
     "WorkflowRecord",
     "build_report",
+    "changed_snapshots",
     "classify",
     "decide",
     "expand_hosts",

@@ -97,6 +97,22 @@ def read_snapshot(path: str | Path) -> tuple[Entry, ...]:
     return parse_snapshot(text, str(path))
 
 
+def changed_snapshots(parent: Path, seen: dict[Path, int]) -> list[Path]:
+    """The snapshots ``parent/*/quarantine.json`` (one per task run directory) that are new or changed since
+    ``seen`` ({path: mtime in ns}, updated here), in name order, for :meth:`Quarantine.fold`. A snapshot whose
+    owner is replacing it this instant cannot be stat'ed and is left for the next call."""
+    changed = []
+    for snap in sorted(parent.glob(f"*/{SNAPSHOT_NAME}")):
+        try:
+            mtime = snap.stat().st_mtime_ns
+        except OSError:
+            continue
+        if seen.get(snap) != mtime:
+            seen[snap] = mtime
+            changed.append(snap)
+    return changed
+
+
 class Quarantine:
     """The hosts not to use, owned by one process. Wall-clock times: entries outlive processes.
 
