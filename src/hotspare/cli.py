@@ -83,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("patterns", help="list or test the pattern packs")
     psub = p.add_subparsers(dest="action", required=True)
-    q = psub.add_parser("list", help="list packs and patterns")
+    q = psub.add_parser("list", help="list packs by family: versions, source files, example counts")
+    q.add_argument("-v", "--verbose", action="store_true", help="also list each pattern")
     _pattern_dir_arg(q)
     q.set_defaults(func=_patterns_list)
     q = psub.add_parser("test", help="check each pack's embedded examples")
@@ -376,11 +377,20 @@ def _postmortem(args: argparse.Namespace) -> int:
 
 def _patterns_list(args: argparse.Namespace) -> int:
     patterns = load_patterns(args.patterns)
-    for pack in patterns.packs.values():
-        print(f"{pack.name}  ({len(pack.patterns)} patterns, {pack.source})  {pack.doc}")
-        for pat in pack.patterns:
-            fclass = pat.failure_class.value if pat.failure_class else "-"
-            print(f"  {pat.name:<34} {pat.role.value:<8} {fclass:<12} {len(pat.examples):>2} ex  {pat.doc}")
+    print(f"{'family':<12} {'pack':<12} {'versions':<16} {'patterns':>8} {'examples':>8}  derived from")
+    for pack in sorted(patterns.packs.values(), key=lambda p: (p.family, p.name)):
+        versions = pack.versions or "-"
+        project = f"{pack.project}: " if pack.project else ""
+        files = ", ".join(pack.derived_from) or pack.source
+        print(f"{pack.family:<12} {pack.name:<12} {versions:<16} {len(pack.patterns):>8} {pack.example_count:>8}  {project}{files}")
+        if args.verbose:
+            for pat in pack.patterns:
+                fclass = pat.failure_class.value if pat.failure_class else "-"
+                print(f"    {pat.name:<34} {pat.role.value:<8} {fclass:<12} {pat.host_means.value:<8} "
+                      f"{len(pat.examples):>2} ex  {pat.doc}")
+    print("host meanings: origin = the failure started there; dead = the launcher or scheduler says the node "
+          "failed; suspect = named by a lost connection or a peer (a lead, never proof); cascade = hurt by a "
+          "failure elsewhere; mention = named in passing")
     return 0
 
 

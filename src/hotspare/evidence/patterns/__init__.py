@@ -5,6 +5,10 @@ A pack is a TOML file (see ``packs/*.toml`` for the shipped ones)::
     [pack]
     name = "slurm"
     doc = "srun, slurmstepd and sbatch messages"
+    family = "slurm"                       # what `patterns list` groups by
+    project = "SchedMD SLURM"              # whose messages these are
+    versions = "17.11-24.11"               # the releases the formats were read from
+    derived_from = ["src/srun/libsrun/launch.c"]   # the source files holding the formats
 
     [[pattern]]
     name = "srun_node_failure"
@@ -12,6 +16,7 @@ A pack is a TOML file (see ``packs/*.toml`` for the shipped ones)::
     class = "node_loss"
     role = "root"            # root | cascade | context | progress
     host = "host"            # the named group holding the host, if any
+    host_means = "dead"      # origin | dead | suspect | cascade | mention (see HostMeaning)
     hostlist = true          # that group is a SLURM hostlist expression
     doc = "slurmctld told srun a node of the step failed."
     examples = [{ line = "srun: error: Node failure on n2", host = "n2" }]
@@ -58,6 +63,33 @@ class Role(enum.Enum):
     CONTEXT = "context"
     #: The job made progress (``step=N``, ``iter=N``).
     PROGRESS = "progress"
+
+
+class HostMeaning(enum.Enum):
+    """What a matched line says about the host it names.
+
+    The default follows the role: a root line names the ``origin``, a cascade
+    line a ``cascade`` host, a context line a ``mention``.
+    """
+
+    #: Where the failure started: a rank that died of a signal, an OOM kill, a GPU fault on that host.
+    ORIGIN = "origin"
+    #: The launcher or scheduler states that the node itself failed.
+    DEAD = "dead"
+    #: Named by a communication loss, a launch failure or a peer's view: a lead to check, never proof.
+    SUSPECT = "suspect"
+    #: Hurt by a failure elsewhere (a survivor's teardown): never blamed.
+    CASCADE = "cascade"
+    #: Named in passing; says nothing about the host.
+    MENTION = "mention"
+
+
+_DEFAULT_MEANING = {
+    Role.ROOT: HostMeaning.ORIGIN,
+    Role.CASCADE: HostMeaning.CASCADE,
+    Role.CONTEXT: HostMeaning.MENTION,
+    Role.PROGRESS: HostMeaning.MENTION,
+}
 
 
 def re2_options() -> re2.Options:
@@ -108,6 +140,8 @@ class Pattern:
     failure_class: FailureClass | None
     host_group: str | None
     hostlist: bool
+    #: What the line says about the host it names.
+    host_means: HostMeaning
     #: Name (in the same pack) of a context pattern whose host this one adopts
     #: when that pattern matched at most ``within`` lines earlier: for
     #: messages that name the host on one line and the cause on the next.
@@ -135,6 +169,16 @@ class Pack:
     doc: str
     source: str
     patterns: tuple[Pattern, ...]
+    #: Where the patterns came from (the pack header): shown by ``hotspare patterns list``.
+    family: str = ""
+    project: str = ""
+    versions: str = ""
+    derived_from: tuple[str, ...] = ()
+
+    @property
+    def example_count(self) -> int:
+        """Example and non-example lines the pack carries."""
+        return sum(len(p.examples) for p in self.patterns)
 
 
 class PatternSet:
@@ -204,7 +248,29 @@ def load_pack_text(text: str, source: str) -> Pack:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise PatternError(source, f"duplicate pattern names: {', '.join(dupes)}")
-    return Pack(name=name, doc=doc, source=source, patterns=patterns)
+    unknown = sorted(set(head) - _PACK_KEYS)
+    if unknown:
+        raise PatternError(source, f"[pack]: unknown keys {unknown} (allowed: {sorted(_PACK_KEYS)})")
+    derived = head.get("derived_from", [])
+    if not isinstance(derived, list) or not all(isinstance(d, str) for d in derived):
+        raise PatternError(source, "[pack]: 'derived_from' must be a list of strings")
+    return Pack(
+        name=name, doc=doc, source=source, patterns=patterns,
+        family=_optional_text(head, "family", source) or name,
+        project=_optional_text(head, "project", source),
+        versions=_optional_text(head, "versions", source),
+        derived_from=tuple(derived),
+    )
+
+
+_PACK_KEYS = {"name", "doc", "family", "project", "versions", "derived_from"}
+
+
+def _optional_text(table: Mapping[str, Any], key: str, source: str) -> str:
+    value = table.get(key, "")
+    if not isinstance(value, str):
+        raise PatternError(source, f"[pack]: '{key}' must be a string")
+    return value.strip()
 
 
 def _table(value: object, source: str, what: str) -> Mapping[str, Any]:
@@ -222,7 +288,7 @@ def _text(table: Mapping[str, Any], key: str, source: str) -> str:
 
 
 _KEYS = {
-    "name", "regex", "class", "role", "host", "hostlist", "host_from", "after", "within",
+    "name", "regex", "class", "role", "host", "host_means", "hostlist", "host_from", "after", "within",
     "doc", "examples", "non_examples",
 }
 
@@ -255,6 +321,7 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
         failure_class=failure_class,
         host_group=host_group,
         hostlist=bool(table.get("hostlist", False)),
+        host_means=_host_means(table, role, where),
         host_from=_host_from(table, host_group, pack, where),
         after=f"{pack}.{table['after']}" if table.get("after") else None,
         within=int(table.get("within", 3)),
@@ -271,6 +338,17 @@ def _host_from(table: Mapping[str, Any], host_group: str | None, pack: str, wher
     if host_group is not None:
         raise PatternError(where, "use either 'host' or 'host_from', not both")
     return f"{pack}.{name}"
+
+
+def _host_means(table: Mapping[str, Any], role: Role, where: str) -> HostMeaning:
+    text = table.get("host_means")
+    if text is None:
+        return _DEFAULT_MEANING[role]
+    try:
+        return HostMeaning(text)
+    except ValueError:
+        choices = ", ".join(m.value for m in HostMeaning)
+        raise PatternError(where, f"host_means must be one of {choices}") from None
 
 
 def _message(exc: Exception) -> str:
