@@ -153,9 +153,40 @@ def test_scheduler_alone_never_blames_when_the_failure_is_not_a_node_fault(patte
 
 
 def test_oom_explains_killed_ranks(patterns: PatternSet) -> None:
-    """Ranks SIGKILLed by the OOM killer are an OOM, not a node fault."""
+    """Ranks SIGKILLed by the OOM killer are an OOM, not a node fault: the OOM started on n2, nobody is excluded."""
     v = verdict("Out of memory: Killed process 4242 (python)\nsrun: error: n2: task 1: Killed\n", patterns, rc=137)
-    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == ()
+    assert v.failure_class is FailureClass.OOM
+    assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()
+
+
+def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternSet) -> None:
+    """A segfault on A, then the launcher's SIGTERM to every other rank: A is where it started; no node is at fault."""
+    log = (
+        "srun: error: n2: task 3: Segmentation fault (core dumped)\n"
+        "slurmstepd: error: *** STEP 7.0 ON n1 CANCELLED AT 2026-11-29T09:28:02 ***\n"
+        "srun: error: n1: tasks 0-1: Terminated\n"
+        "srun: error: n3: task 4: Terminated\n"
+        "srun: error: n4: task 5: Segmentation fault (core dumped)\n"
+    )
+    v = verdict(log, patterns, rc=139, allocation=[Host(f"n{i}") for i in range(1, 5)])
+    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.blamed_hosts == (Host("n2"),)
+    assert v.exclude_hosts == ()
+    assert not v.failure_class.excludes_hosts
+
+
+def test_node_fault_blames_and_excludes(patterns: PatternSet) -> None:
+    """A node the launcher says failed is both the origin and the host to keep out."""
+    v = verdict("srun: error: Node failure on n3\nsrun: error: n1: task 0: Terminated\n", patterns, rc=1,
+                allocation=[Host(f"n{i}") for i in range(1, 4)])
+    assert v.blamed_hosts == (Host("n3"),) and v.exclude_hosts == (Host("n3"),)
+
+
+def test_walltime_line_names_no_origin(patterns: PatternSet) -> None:
+    """A time limit starts nowhere: the host that printed it is not blamed."""
+    log = "slurmstepd-n4: error: *** JOB 19 ON n4 CANCELLED AT 2026-11-29T09:34:47 DUE TO TIME LIMIT ***\n"
+    v = verdict(log, patterns, rc=143)
+    assert v.failure_class is FailureClass.WALLTIME and v.blamed_hosts == () and v.exclude_hosts == ()
 
 
 def test_every_host_killed_names_no_victim(patterns: PatternSet) -> None:

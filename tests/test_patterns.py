@@ -111,7 +111,9 @@ def test_broken_packs_are_refused_with_the_reason(case: str) -> None:
 def test_cli_patterns_list_and_test() -> None:
     """`patterns list` names the packs; `patterns test` passes; an unknown pack is one error line, exit 2."""
     listing = run_cli("patterns", "list")
-    assert listing.returncode == 0 and "slurm" in listing.stdout and "srun_node_failure" in listing.stdout
+    assert listing.returncode == 0 and "slurm" in listing.stdout and "origin = " in listing.stdout
+    verbose = run_cli("patterns", "list", "-v")
+    assert verbose.returncode == 0 and "srun_node_failure" in verbose.stdout and " dead " in verbose.stdout
     tested = run_cli("patterns", "test")
     assert tested.returncode == 0, tested.stdout
     assert "FAILED" not in tested.stdout

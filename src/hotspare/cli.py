@@ -224,6 +224,7 @@ def verdict_json(source: str, verdict: Verdict, progress: Progress | None = None
         "foreign_hosts": [h.name for h in verdict.foreign_hosts],
         "retryable": verdict.retryable,
         "exclude_hosts": [h.name for h in verdict.exclude_hosts],
+        "suspect_hosts": [h.name for h in verdict.suspect_hosts],
         "reason": verdict.reason,
         "progress": None if progress is None else {
             "first_line": progress.first_line, "last_line": progress.last_line, "last_step": progress.last_step,
@@ -257,6 +258,7 @@ def _print_table(source: str, verdict: Verdict, progress: Progress | None, out: 
         ("retryable", "yes" if verdict.retryable else "no"),
         ("blamed", _names(verdict.blamed_hosts)),
         ("exclude", _names(verdict.exclude_hosts)),
+        ("suspect", _names(verdict.suspect_hosts)),
         ("mentioned", _names(verdict.mentioned_hosts)),
         ("foreign", _names(verdict.foreign_hosts)),
         ("reason", verdict.reason),
@@ -288,7 +290,8 @@ def _scrape(args: argparse.Namespace) -> int:
     # the hostfile works (ezpz's "swapped 0" came from printing another form).
     as_written = {h: h.raw for h in allocation or ()}
     for blame in verdict.blamed:
-        print(as_written.get(blame.host, blame.evidence[0].host_text if blame.evidence else blame.host.raw))
+        if blame.host in verdict.exclude_hosts:  # where a failure started is not always a node to drop
+            print(as_written.get(blame.host, blame.evidence[0].host_text if blame.evidence else blame.host.raw))
     return 0
 
 

@@ -17,6 +17,16 @@ The rules, in order (each from the seeds):
    state, then the exit status decide.
 5. When no line names a host, nobody is blamed: never guess.
 
+Origin and eviction are two answers. ``blamed_hosts`` are the hosts where
+the failure started, when the log shows it: the node a launcher or scheduler
+says failed, the first rank that died of a signal, the host of an OOM kill or
+a GPU fault (lines whose pattern says ``host_means = "origin"`` or ``"dead"``,
+before the teardown began). ``exclude_hosts`` is the subset with node-fault
+evidence, the only hosts a supervisor swaps out. A segfault on A followed by
+the launcher's SIGTERM to every other rank blames A and excludes nobody.
+Hosts named only by a lost connection or a peer's view (``suspect``) are
+leads: reported, never blamed.
+
 Exit status 0 is success before all of these: the launcher's word on the
 job outranks error lines the job survived. No verdict without evidence: with
 no exit status, a log that shows no failure is ``unknown``, never ``success``
@@ -30,7 +40,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hotspare.act.scheduler import unhealthy
-from hotspare.evidence.patterns import Role
+from hotspare.evidence.patterns import HostMeaning, Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
@@ -115,6 +125,8 @@ class Verdict:
     exclude_hosts: tuple[Host, ...]
     reason: str
     evidence: tuple[Evidence, ...]
+    #: Hosts named only by a lost connection, a launch failure or a peer's view: leads, never blame.
+    suspect_hosts: tuple[Host, ...] = ()
 
     @property
     def blamed_hosts(self) -> tuple[Host, ...]:
@@ -127,6 +139,8 @@ class _Decision:
     failure_class: FailureClass
     blamed: tuple[Blame, ...]
     reason: str
+    #: The decision found that no host can be named (a job-wide kill): no origin is looked for.
+    nobody: bool = False
 
 
 def classify(
@@ -149,7 +163,8 @@ def classify(
         or _from_facts(facts)
         or _from_status(status, evidence)
     )
-    return _verdict(_scheduler_blame(decision, facts, members), evidence, members)
+    decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
+    return _verdict(decision, evidence, members)
 
 
 def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
@@ -184,7 +199,7 @@ def _node_fault(
     roots = _before_teardown([
         e for e in evidence
         if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
-        and e.failure_class.attributes_node
+        and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
     if not roots:
         return None
@@ -200,8 +215,11 @@ def _node_fault(
     return _Decision(first.failure_class or FailureClass.UNKNOWN, blamed, reason)
 
 
-def _before_teardown(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
-    """Drop SIGKILLed ranks reported after the teardown began, when a kill came before it.
+def _before_teardown(
+    roots: list[Evidence], evidence: tuple[Evidence, ...], *, strict: bool = False
+) -> list[Evidence]:
+    """Drop SIGKILLed ranks (with ``strict``, any origin) reported after the teardown began, when one came
+    before it.
 
     SLURM SIGKILLs every remaining task once a step is cancelled (test bed m2b:
     n2's task dies, the step is cancelled, then n1's tasks are 'Killed' too).
@@ -209,7 +227,7 @@ def _before_teardown(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> l
     start = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     if start is None or not any(e.line < start for e in roots):
         return roots
-    return [e for e in roots if e.line < start or e.failure_class is not FailureClass.RANK_KILLED]
+    return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
 
 
 # Context lines that mark the start of a step's teardown.
@@ -231,8 +249,8 @@ def _explained_kills(
         return None
     other = next((e for e in evidence if e.role is Role.ROOT and e.failure_class not in (None, *_KILLS)), None)
     if other is not None and other.failure_class is not None:
-        return _Decision(other.failure_class, (), f"{other.pattern} at line {other.line}; {everyone}")
-    return _Decision(FailureClass.UNKNOWN, (), everyone)
+        return _Decision(other.failure_class, (), f"{other.pattern} at line {other.line}; {everyone}", nobody=True)
+    return _Decision(FailureClass.UNKNOWN, (), everyone, nobody=True)
 
 
 _KILLS = (FailureClass.RANK_KILLED,)
@@ -272,8 +290,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
 
 
 def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
-    """With no root cause, a consequence still says what kind of failure it was (never who)."""
+    """With no root cause, a consequence still says what kind of failure it was (never who), unless a rank
+    died on its own before it (a segfault, then the step's cancellation is only the teardown)."""
     for ev in evidence:
+        if ev.host_means is HostMeaning.ORIGIN and ev.role is Role.CONTEXT:
+            return None
         if ev.role is Role.CASCADE and ev.failure_class not in (None, FailureClass.UNKNOWN):
             fclass = ev.failure_class or FailureClass.UNKNOWN
             return _Decision(fclass, (), f"only consequences seen, first {ev.pattern} at line {ev.line}; no host named")
@@ -292,6 +313,34 @@ def _scheduler_blame(
     names = ", ".join(h.name for h in down)
     blamed = tuple(Blame(h, QuarantineReason.SCHEDULER, ()) for h in down)
     return _Decision(decision.failure_class, blamed, f"{decision.reason}; scheduler reports {names} down")
+
+
+# Classes whose lines can name where a failure started (tests/data/real/README.md): a time limit, a full
+# file system, a network error or a user's mistake start nowhere in particular, whatever host printed them.
+_ORIGIN_CLASSES = frozenset({
+    FailureClass.NODE_LOSS, FailureClass.RANK_KILLED, FailureClass.GPU_HW, FailureClass.OOM, FailureClass.UNKNOWN,
+})
+_ORIGIN_MEANINGS = (HostMeaning.ORIGIN, HostMeaning.DEAD)
+
+
+def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...]) -> _Decision:
+    """Name where a failure that is not a node fault started (blamed, never excluded): the first ranks that
+    died of a signal, the OOM-killed host. Lines after the teardown began do not count when one came before."""
+    if decision.blamed or decision.nobody or decision.failure_class not in _ORIGIN_CLASSES:
+        return decision
+    starts = [
+        e for e in usable
+        if e.host is not None and e.host_means in _ORIGIN_MEANINGS
+        and (e.failure_class is None or e.failure_class in _ORIGIN_CLASSES)
+    ]
+    starts = _before_teardown(starts, evidence, strict=True)
+    if not starts:
+        return decision
+    blamed = _blames(starts, QuarantineReason.SCRAPED)
+    names = ", ".join(b.host.name for b in blamed)
+    first = starts[0]
+    why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}), not a node fault"
+    return _Decision(decision.failure_class, blamed, why)
 
 
 def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
@@ -327,6 +376,12 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
     mentioned = sorted({h for h in named if h not in blamed_set and h not in foreign})
     fclass = decision.failure_class
     exclude = tuple(b.host for b in decision.blamed) if fclass.excludes_hosts else ()
+    suspects = sorted({
+        e.host for e in evidence
+        if e.host is not None and e.host_means is HostMeaning.SUSPECT and e.host not in blamed_set
+        and e.host not in foreign
+    })
+    mentioned = [h for h in mentioned if h not in suspects]
     return Verdict(
         failure_class=fclass,
         blamed=decision.blamed,
@@ -336,4 +391,5 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
         exclude_hosts=exclude,
         reason=f"{fclass.value}: {decision.reason}",
         evidence=evidence,
+        suspect_hosts=tuple(suspects),
     )

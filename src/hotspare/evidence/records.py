@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from hotspare.evidence.patterns import Role
+from hotspare.evidence.patterns import HostMeaning, Role
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
 
@@ -26,6 +26,8 @@ class Evidence:
     text: str
     #: How many lines matched the same pattern naming the same host.
     count: int = 1
+    #: What the line says about the host it names (the pattern's ``host_means``).
+    host_means: HostMeaning = HostMeaning.MENTION
 
     @property
     def host_invalid(self) -> bool:

@@ -337,7 +337,8 @@ def _show(line: bytes) -> str:
 
 
 def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int) -> Iterator[Evidence]:
-    base = Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, None, None, _show(line))
+    base = Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, None, None, _show(line),
+                    host_means=pattern.host_means)
     captured = match.group(pattern.host_group.encode()) if pattern.host_group else None
     if captured is None:
         yield base
