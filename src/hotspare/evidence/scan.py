@@ -31,6 +31,16 @@ MIN_WRAP_WIDTH = 20
 #: Lines that must end exactly at the widest width before it counts as a wrap.
 MIN_WRAPPED_LINES = 5
 
+#: Input up to this size is read as a paste too: lines wrapped at a terminal or mail width are rejoined
+#: (see :meth:`Scanner._paste_unwrap`); beyond it only an explicit or detected ``wrap_width`` is used.
+PASTE_BYTES = 1 << 20
+#: Widths pastes are wrapped at (terminals, mail, Markdown renderers); a line exactly this wide was cut.
+PASTE_WIDTHS = frozenset({72, 80, 100, 120, 132})
+#: Shortest line taken to be a soft (word) wrap of a longer one.
+MIN_SOFT_WRAP = 40
+#: Most pieces one wrapped line is rejoined from.
+MAX_WRAP_PIECES = 4
+
 #: Bytes read per block from a file.
 BLOCK_BYTES = 1 << 20
 #: Longest segment matched in full; longer ones are matched on this head.
@@ -137,6 +147,8 @@ class Scanner:
             self._match_line(line, counter.at(start), found)
         if self.wrap_width:
             self._unwrap(text, counter, found)
+        elif self._bytes <= PASTE_BYTES:
+            self._paste_unwrap(text, _LineCounter(block.raw, self._lines), found)
         if spans.progress_first is not None and spans.progress_last is not None:
             self._track_progress(text, counter, spans.progress_first, spans.progress_last)
         if block.count_lines:
@@ -163,13 +175,16 @@ class Scanner:
         self._skipping = False
         return head[min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0) :]
 
-    def _match_line(self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int = -1) -> None:
-        """Match one line; ``only_across`` keeps only matches spanning that offset."""
+    def _match_line(
+        self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int | tuple[int, ...] = -1
+    ) -> None:
+        """Match one line; ``only_across`` keeps only matches spanning that offset (or one of those)."""
         indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
+        joins = (only_across,) if isinstance(only_across, int) else only_across
         for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
-            if match is None or (only_across >= 0 and not match.start() < only_across < match.end()):
+            if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
                 continue
             for ev in self._adopt_host(_evidence(pattern, match, line, lineno), pattern):
                 self._records.add(ev)
@@ -211,6 +226,34 @@ class Scanner:
                 self._match_line(joined, prev[0], found, only_across=len(prev[1]))
             if b - 1 - a == width:
                 self._wrap_prev = (counter.at(a), text[a : b - 1])
+
+    def _paste_unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence]) -> None:
+        """Rejoin lines of a paste that a terminal or a mail/Markdown renderer wrapped, when no width is known.
+
+        A line exactly one of :data:`PASTE_WIDTHS` wide was cut there (joined as is); a line of
+        :data:`MIN_SOFT_WRAP` up to the widest width may have been wrapped at a space (joined with one). Only
+        matches that cross a join are new. Bounded: pastes are small (:data:`PASTE_BYTES`), and one line
+        is rejoined from at most :data:`MAX_WRAP_PIECES` pieces.
+        """
+        starts = [0] + [m.end() for m in re.finditer(rb"\n", text)]
+        pieces = [_clean(text[a : b - 1]) for a, b in itertools.pairwise(starts)]
+        widest = max(PASTE_WIDTHS)
+        for i, piece in enumerate(pieces[:-1]):
+            if not MIN_SOFT_WRAP <= len(piece) <= widest:
+                continue
+            joined, joins = piece, []
+            for nxt in pieces[i + 1 : i + MAX_WRAP_PIECES]:
+                last = len(joined) - (joins[-1] if joins else 0)
+                if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest:
+                    break
+                sep = b"" if last in PASTE_WIDTHS or joined.endswith(b" ") or nxt.startswith(b" ") else b" "
+                joins.append(len(joined) + len(sep))
+                joined = joined + sep + nxt
+                if len(nxt) < MIN_SOFT_WRAP:
+                    break
+            if joins:
+                self._match_line(joined, counter.at(starts[i]), found,
+                                 only_across=tuple(joins))
 
     def _track_progress(self, text: bytes, counter: _LineCounter, first: int, last: tuple[int, int]) -> None:
         line = _clean(text[last[0] : last[1]])
@@ -339,17 +382,38 @@ def _show(line: bytes) -> str:
 def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int) -> Iterator[Evidence]:
     base = Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, None, None, _show(line),
                     host_means=pattern.host_means)
-    captured = match.group(pattern.host_group.encode()) if pattern.host_group else None
+    group = pattern.host_group.encode() if pattern.host_group else None
+    captured = match.group(group) if group else None
     if captured is None:
         yield base
         return
     host_text = captured.decode("latin-1")
+    at = match.start(pattern.compiled.groupindex[group])
+    if _IN_URL.search(line, max(0, at - 12), at):
+        yield replace(base, host_text=host_text)  # an address in a link is not a node of the job
+        return
     for host in _hosts(host_text, pattern.hostlist):
         yield replace(base, host=host, host_text=host.raw if host else host_text)
 
 
+# A web link's host part (a documentation or dashboard address quoted in a log line).
+_IN_URL = re.compile(rb"(?:https?|ftp)://$")
+# Text written where a host name would be, standing for one: documentation, redacted pastes, defaults.
+_PLACEHOLDER = re.compile(
+    r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
+    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+",
+    re.IGNORECASE,
+)
+_NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")
+_TRIM = " \t.,;:'\"()[]<>`*"
+
+
 def _hosts(text: str, is_hostlist: bool) -> list[Host | None]:
-    """Hosts named by a captured group; ``[None]`` when the text is not a host."""
+    """Hosts named by a captured group; ``[None]`` when the text is not a host or only stands for one
+    (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``)."""
+    text = text.strip(_TRIM) if not is_hostlist else text.strip(" \t.,;:'\"()<>`*")
+    if not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127."):
+        return [None]
     try:
         return list(expand_hosts(text)) if is_hostlist else [Host(text)]
     except HostError:

@@ -16,6 +16,7 @@ A pack is a TOML file (see ``packs/*.toml`` for the shipped ones)::
     class = "node_loss"
     role = "root"            # root | cascade | context | progress
     host = "host"            # the named group holding the host, if any
+    line_prefix = true       # a leading ^ also allows LINE_PREFIX (false: the line starts there)
     host_means = "dead"      # origin | dead | suspect | cascade | mention (see HostMeaning)
     hostlist = true          # that group is a SLURM hostlist expression
     doc = "slurmctld told srun a node of the step failed."
@@ -23,7 +24,11 @@ A pack is a TOML file (see ``packs/*.toml`` for the shipped ones)::
     non_examples = ["srun: error: n3: task 2: Terminated"]
 
 Regexes are RE2 (linear time, no backreferences or lookaround) and are
-matched against bytes as Latin-1, so invalid UTF-8 can never raise.
+matched against bytes as Latin-1, so invalid UTF-8 can never raise. A
+regex anchored with a leading ``^`` still matches behind the prefixes that
+launchers, collectors and pastes put on every line (``[rank3]:``, ``3: ``
+from ``srun -l``, ``host: `` from pdsh, ISO, syslog and Kubernetes
+timestamps, ``(raylet, ip=...)``, ``[...]`` tags): see :data:`LINE_PREFIX`.
 
 Sources, later ones replacing earlier packs of the same name: the shipped
 packs, Python entry points in group ``hotspare.evidence.patterns``, directories named
@@ -47,6 +52,19 @@ import re2
 from hotspare.errors import PatternError
 from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
+
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks.
+LINE_PREFIX = (
+    r"(?:(?:"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+    r"(?: (?:stdout|stderr) [FP])?"                               # ISO / Kubernetes CRI timestamps
+    r"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}"      # syslog
+    r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
+    r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
+    r"|[0-9]+:"                                                   # srun -l
+    r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
+    r")[ \t]*){0,4}"
+)
 
 ENV_VAR = "HOTSPARE_PATTERNS"
 ENTRY_POINT_GROUP = "hotspare.evidence.patterns"
@@ -135,6 +153,7 @@ class Pattern:
 
     pack: str
     name: str
+    #: The regex as written in the pack.
     regex: str
     role: Role
     failure_class: FailureClass | None
@@ -154,6 +173,8 @@ class Pattern:
     doc: str
     examples: tuple[Example, ...]
     compiled: Any
+    #: The regex as matched: a leading ``^`` also allows :data:`LINE_PREFIX`.
+    matched: str = ""
 
     @property
     def qualname(self) -> str:
@@ -214,17 +235,28 @@ def _combine(patterns: Sequence[Pattern], *, osc: bool = False) -> Any:
     """
     if not patterns:
         return None
-    body = "|".join(f"(?:{relax(p.regex)})" for p in patterns)
+    # A prefilter may over-match: an anchored regex is searched anywhere on the line instead of behind
+    # every prefix form (the exact match, on candidate lines only, checks the anchor and the prefixes).
+    body = "|".join(f"(?:{relax(_unanchored(p.regex))})" for p in patterns)
     return compile_bytes(f"(?m){OSC}|{body}" if osc else f"(?m){body}", capture=False)
 
 
 def _build_set(patterns: Sequence[Pattern]) -> Any:
     regex_set = re2.Set.SearchSet(re2_options())
     for pat in patterns:
-        regex_set.Add(pat.regex.encode("utf-8"))
+        regex_set.Add(pat.matched.encode("utf-8"))
     if patterns:
         regex_set.Compile()
     return regex_set
+
+
+def _unanchored(regex: str) -> str:
+    return regex[1:] if regex.startswith("^") else regex
+
+
+def with_prefixes(regex: str) -> str:
+    """``regex`` as matched: a leading ``^`` allows the common line prefixes before the rest."""
+    return f"^{LINE_PREFIX}(?:{regex[1:]})" if regex.startswith("^") else regex
 
 
 def load_pack_text(text: str, source: str) -> Pack:
@@ -288,7 +320,7 @@ def _text(table: Mapping[str, Any], key: str, source: str) -> str:
 
 
 _KEYS = {
-    "name", "regex", "class", "role", "host", "host_means", "hostlist", "host_from", "after", "within",
+    "name", "regex", "line_prefix", "class", "role", "host", "host_means", "hostlist", "host_from", "after", "within",
     "doc", "examples", "non_examples",
 }
 
@@ -306,9 +338,13 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
         raise PatternError(where, "role must be one of root, cascade, context, progress") from None
     failure_class = _failure_class(table, role, where)
     host_group = table.get("host")
+    prefixed = table.get("line_prefix", True)
+    if not isinstance(prefixed, bool):
+        raise PatternError(where, "line_prefix must be true or false")
+    matched = with_prefixes(regex) if prefixed else regex
     try:
-        compiled = compile_bytes(regex)
-        relax(regex)
+        compiled = compile_bytes(matched)
+        relax(_unanchored(regex))
     except Exception as exc:  # re2 raises its own Error type, not re2.error, for parse failures
         raise PatternError(where, f"regex does not compile under RE2 ({_message(exc)})") from exc
     if host_group is not None and host_group.encode() not in compiled.groupindex:
@@ -328,6 +364,7 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
         doc=_text(table, "doc", source),
         examples=_examples(table, where),
         compiled=compiled,
+        matched=matched,
     )
 
 
