@@ -17,10 +17,10 @@ from hotspare.act.preflight import check_free_space, default_lfs
 from hotspare.decide.policy import Budgets
 from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
-from hotspare.evidence.classify import SchedulerFacts, Verdict, classify
-from hotspare.evidence.patterns import PatternSet, load_patterns
+from hotspare.evidence.classify import SchedulerFacts, Verdict, classify, refusals
+from hotspare.evidence.patterns import PatternSet, Role, load_patterns
 from hotspare.evidence.patterns.check import check_pack
-from hotspare.evidence.records import Progress, ScanResult
+from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.scan import MIN_WRAP_WIDTH, scan
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.record.ledger import LEDGER_NAME, Ledger
@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--job-state", help="the scheduler's job state (e.g. NODE_FAIL, TIMEOUT)")
     p.add_argument("--down", metavar="LIST", help="hosts the scheduler reports DOWN/NOT_RESPONDING (hostlist)")
     p.add_argument("--json", action="store_true", help="one JSON object per log, one per line")
+    p.add_argument("--explain", action="store_true",
+                   help="also show the rule that decided, the lines it used (file:line) and the hosts not blamed, "
+                        "each with the reason")
     _scan_args(p)
     p.set_defaults(func=_classify)
 
@@ -201,9 +204,14 @@ def _classify(args: argparse.Namespace) -> int:
             continue
         verdict = classify(result, rc=args.rc, allocation=allocation, facts=facts)
         if args.json:
-            print(json.dumps(verdict_json(path, verdict, result.progress), sort_keys=False), flush=True)
+            record = verdict_json(path, verdict, result.progress)
+            if args.explain:
+                record["explain"] = explain_json(verdict)
+            print(json.dumps(record, sort_keys=False), flush=True)
         else:
             _print_table(path, verdict, result.progress, sys.stdout)
+            if args.explain:
+                _print_explain(path, verdict, sys.stdout)
     return failed
 
 
@@ -245,6 +253,34 @@ def verdict_json(source: str, verdict: Verdict, progress: Progress | None = None
             for e in verdict.evidence
         ],
     }
+
+
+def _used(verdict: Verdict) -> list[Evidence]:
+    """The lines the verdict rests on: the blamed hosts' lines, else the root and cascade lines."""
+    lines = [e for b in verdict.blamed for e in b.evidence]
+    if not lines:
+        lines = [e for e in verdict.evidence if e.role in (Role.ROOT, Role.CASCADE)][:5]
+    return sorted(set(lines), key=lambda e: e.line)
+
+
+def explain_json(verdict: Verdict) -> dict[str, Any]:
+    """The ``--explain`` part of a ``--json`` record."""
+    return {
+        "rule": verdict.reason,
+        "lines": [{"line": e.line, "pattern": e.pattern, "host_means": e.host_means.value, "text": e.text}
+                  for e in _used(verdict)],
+        "refused": [{"host": r.host_text, "line": r.line, "pattern": r.pattern, "why": r.why}
+                    for r in refusals(verdict)],
+    }
+
+
+def _print_explain(source: str, verdict: Verdict, out: TextIO) -> None:
+    out.write(f"why        {verdict.reason}\n")
+    for e in _used(verdict):
+        out.write(f"  used     {source}:{e.line}  [{e.pattern}, host {e.host_means.value}]  {e.text[:160]}\n")
+    for r in refusals(verdict):
+        out.write(f"  refused  {r.host_text} ({source}:{r.line}, {r.pattern}): {r.why}\n")
+    out.write("\n")
 
 
 def _names(hosts: Sequence[Host]) -> str:

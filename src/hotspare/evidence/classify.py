@@ -328,6 +328,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     died of a signal, the OOM-killed host. Lines after the teardown began do not count when one came before."""
     if decision.blamed or decision.nobody or decision.failure_class not in _ORIGIN_CLASSES:
         return decision
+    if decision.failure_class.attributes_node:
+        return decision  # a node fault names its node or nobody: a segfault elsewhere is not that node
     starts = [
         e for e in usable
         if e.host is not None and e.host_means in _ORIGIN_MEANINGS
@@ -369,13 +371,21 @@ def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
     return _Decision(FailureClass.UNKNOWN, (), f"{status} and no line names a cause or a host{detail}")
 
 
+def _node_fault_blame(blame: Blame) -> bool:
+    """Whether a blame carries node-fault evidence (or none from the log: the scheduler's or a probe's word)."""
+    return not blame.evidence or any(
+        e.failure_class is not None and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
+        for e in blame.evidence
+    )
+
+
 def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: frozenset[Host] | None) -> Verdict:
     named = [e.host for e in evidence if e.host is not None]
     foreign = sorted({h for h in named if members is not None and h not in members})
     blamed_set = {b.host for b in decision.blamed}
     mentioned = sorted({h for h in named if h not in blamed_set and h not in foreign})
     fclass = decision.failure_class
-    exclude = tuple(b.host for b in decision.blamed) if fclass.excludes_hosts else ()
+    exclude = tuple(b.host for b in decision.blamed if _node_fault_blame(b)) if fclass.excludes_hosts else ()
     suspects = sorted({
         e.host for e in evidence
         if e.host is not None and e.host_means is HostMeaning.SUSPECT and e.host not in blamed_set
@@ -393,3 +403,50 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
         evidence=evidence,
         suspect_hosts=tuple(suspects),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A host (or host-like text) a log named that the verdict does not blame, and why."""
+
+    host_text: str
+    line: int
+    pattern: str
+    why: str
+
+
+def refusals(verdict: Verdict) -> tuple[Refusal, ...]:
+    """Every named host the verdict did not blame, once each (first line naming it), with the reason."""
+    blamed = set(verdict.blamed_hosts)
+    foreign = set(verdict.foreign_hosts)
+    suspects = set(verdict.suspect_hosts)
+    has_origin = verdict.failure_class in _ORIGIN_CLASSES
+    out: dict[str, Refusal] = {}
+    for e in verdict.evidence:
+        if e.host_text is None or (e.host is not None and e.host in blamed):
+            continue
+        key = e.host.name if e.host is not None else e.host_text
+        if key in out:
+            continue
+        out[key] = Refusal(e.host_text, e.line, e.pattern, _refusal_reason(e, foreign, suspects, has_origin, verdict))
+    return tuple(out.values())
+
+
+def _refusal_reason(
+    e: Evidence, foreign: set[Host], suspects: set[Host], has_origin: bool, verdict: Verdict
+) -> str:
+    if e.host is None:
+        return "not a host: a placeholder, an address in a link, or text no node is named"
+    if e.host in foreign:
+        return "not a host of the allocation"
+    if e.host in suspects:
+        return "named only by a lost connection, a launch failure or a peer's view: a lead to probe, never proof"
+    if e.host_means is HostMeaning.CASCADE:
+        return "hurt by the failure elsewhere (a teardown or a survivor's report)"
+    if e.host_means is HostMeaning.MENTION:
+        return "named in passing: the line says nothing about the host"
+    if not has_origin:
+        return f"a {verdict.failure_class.value} failure starts nowhere in particular, whatever host printed it"
+    if verdict.blamed:
+        return "reported after the first failure (the teardown had begun, or another host failed first)"
+    return "the job's failure has no single origin (every host was killed alike, or the scheduler decided)"

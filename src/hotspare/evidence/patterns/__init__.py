@@ -55,7 +55,7 @@ from hotspare.failures import FailureClass
 
 #: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks.
 LINE_PREFIX = (
-    r"(?:(?:"
+    r"[ \t]*(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP])?"                               # ISO / Kubernetes CRI timestamps
     r"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}"      # syslog

@@ -1,0 +1,136 @@
+"""Robust reading (issue 11 item 5): wrapped pastes, per-line prefixes, placeholders and spoofs, IPv4 hosts;
+and `classify --explain`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import run_cli
+from hotspare import FailureClass, Host, PatternSet, classify, load_patterns, scan
+from hotspare.evidence.classify import Verdict
+
+
+@pytest.fixture(scope="module")
+def patterns() -> PatternSet:
+    return load_patterns()
+
+
+def verdict(text: str, patterns: PatternSet, **kw) -> Verdict:  # type: ignore[no-untyped-def]
+    return classify(scan(text.encode(), patterns), **kw)
+
+
+# Lines whose verdict names a host, each with the host: the property tests damage them as pastes do.
+NAMED = [
+    ("mpirun noticed that process rank 3 with PID 4242 on node gpu17 exited on signal 9 (Killed).", "gpu17"),
+    ("srun: error: Node failure on compute17", "compute17"),
+    ("x1921c7s1b0n0: rank 5 died from signal 9", "x1921c7s1b0n0"),
+    ("srun: error: nid001321: tasks 4-7: Killed", "nid001321"),
+]
+PREFIXES = [
+    "[rank3]: ", "3: ", "  12: ", "login01: ", "2026-11-29T09:28:02.123456Z ", "2026-11-29 09:28:02,123 ",
+    "2026-11-29T09:28:02.123456789Z stderr F ", "Nov 29 09:28:02 ", "(raylet, ip=10.1.2.3) ",
+    "(pid=4242, ip=10.1.2.3) ", "[1,0]<stderr>: ", "[ 1234.567890] ",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=st.sampled_from(NAMED), width=st.sampled_from([72, 80, 100, 120, 132]), lead=st.integers(1, 60))
+def test_hard_wrapped_lines_are_rejoined(case: tuple[str, str], width: int, lead: int, patterns: PatternSet) -> None:
+    """A line a terminal cut at exactly 72/80/100/120/132 columns still names its host, whatever the cut hits."""
+    line, host = case
+    text = "[" + "z" * lead + "] " + line  # a tag of any length moves the cut across the line
+    pieces = [text[i : i + width] for i in range(0, len(text), width)]
+    got = verdict("starting\n" + "\n".join(pieces) + "\n", patterns, rc=1)
+    assert Host(host) in got.blamed_hosts, (pieces, got.reason)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=st.sampled_from(NAMED), cut=st.integers(45, 70))
+def test_soft_wrapped_lines_are_rejoined(case: tuple[str, str], cut: int, patterns: PatternSet) -> None:
+    """A mail or Markdown renderer wraps at a space: the space is gone, the line is still read whole."""
+    line, host = case
+    if len(line) <= cut:
+        return
+    at = line.rfind(" ", 0, cut)
+    if at < 40:
+        return
+    got = verdict(line[:at] + "\n" + line[at + 1 :] + "\n", patterns, rc=1)
+    assert Host(host) in got.blamed_hosts, got.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=st.sampled_from(NAMED), prefix=st.lists(st.sampled_from(PREFIXES), min_size=1, max_size=2))
+def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[str], patterns: PatternSet) -> None:
+    """srun -l, [rankN]:, pdsh host:, timestamps (ISO, syslog, Kubernetes), Ray's (raylet, ip=...) prefixes."""
+    line, host = case
+    got = verdict("".join(prefix) + line + "\n", patterns, rc=1)
+    assert Host(host) in got.blamed_hosts, got.reason
+
+
+@pytest.mark.parametrize("placeholder", [
+    "xxxx", "XXXXX", "<hostname>", "NODE", "hostname", "node", "localhost", "0.0.0.0", "127.0.0.1", "...",
+    "your-host", "<node>",
+])
+def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -> None:
+    """Documentation and redacted pastes write a stand-in where the host was: nothing is blamed on it."""
+    for line in (f"srun: error: Node failure on {placeholder}",
+                 f"mpirun noticed that process rank 3 with PID 42 on node {placeholder} exited on signal 9 (Killed)."):
+        got = verdict(line + "\n", patterns, rc=1)
+        assert got.blamed_hosts == () and got.exclude_hosts == (), (line, got.reason)
+
+
+SPOOFS = [
+    # an address inside a link is a web server, not a node of the job
+    ("srun: error: Node failure on https://10.20.30.40/status", ()),
+    # a sentence's full stop is not part of the host; the host is kept whole
+    ("srun: error: Node failure on compute17.", ("compute17",)),
+    # IPv4 addresses are hosts, kept whole (never cut at the first dot like a domain name)
+    ("mpirun noticed that process rank 0 with PID 7 on node 10.1.2.3 exited on signal 9 (Killed).", ("10.1.2.3",)),
+    # a teardown line names a victim, never the origin
+    ("srun: error: n3: task 2: Terminated", ()),
+    # a time limit starts nowhere, whatever host printed it
+    ("slurmstepd: error: *** JOB 19 ON n4 CANCELLED AT 2026-11-29T09:34:47 DUE TO TIME LIMIT ***", ()),
+]
+
+
+@pytest.mark.parametrize(("line", "blamed"), SPOOFS)
+def test_spoofs(line: str, blamed: tuple[str, ...], patterns: PatternSet) -> None:
+    got = verdict(line + "\n", patterns, rc=1)
+    assert tuple(h.name for h in got.blamed_hosts) == blamed, got.reason
+
+
+def test_ipv4_host_compares_whole() -> None:
+    """10.1.2.3 and 10.1.2.4 are two hosts (a domain name is cut at its first dot; an address never is)."""
+    assert Host("10.1.2.3") != Host("10.1.2.4") and Host("10.1.2.3").name == "10.1.2.3"
+
+
+def test_prefix_does_not_turn_a_hostless_line_into_a_host(patterns: PatternSet) -> None:
+    """PALS's unprefixed teardown line stays hostless: a pdsh-style prefix is not read as its host."""
+    got = verdict("x1921c7s1b0n0: rank 5 died from signal 9\nrank 6 died from signal 15\n", patterns, rc=1)
+    assert got.blamed_hosts == (Host("x1921c7s1b0n0"),)
+
+
+def test_explain_names_rule_lines_and_refusals(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`classify --explain`: the rule, the lines used as file:line, and each host not blamed with the reason."""
+    log = tmp_path / "job.log"
+    log.write_text(
+        "srun: error: n2: task 3: Segmentation fault (core dumped)\n"
+        "srun: error: n1: tasks 0-1: Terminated\n"
+        "mpirun noticed that process rank 2 with PID 8 on node xxxx exited on signal 15 (Terminated).\n"
+        "mpirun noticed that process rank 1 with PID 9 on node login9 exited on signal 15 (Terminated).\n"
+    )
+    table = run_cli("classify", "--explain", "--rc", "139", "--hosts", "n[1-3]", str(log))
+    assert table.returncode == 0, table.stderr
+    assert f"used     {log}:1" in table.stdout
+    assert "refused  n1" in table.stdout and "teardown" in table.stdout
+    assert "refused  xxxx" in table.stdout and "placeholder" in table.stdout
+    assert "refused  login9" in table.stdout and "not a host of the allocation" in table.stdout
+    record = json.loads(run_cli("classify", "--explain", "--json", "--rc", "139", str(log)).stdout)
+    assert record["blamed_hosts"] == ["n2"] and record["exclude_hosts"] == []
+    assert record["failure_class"] == FailureClass.UNKNOWN.value
+    assert record["explain"]["lines"][0]["line"] == 1
+    assert {r["host"] for r in record["explain"]["refused"]} >= {"n1", "xxxx"}
