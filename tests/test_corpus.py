@@ -50,3 +50,4 @@ def test_testbed_capture(patterns: PatternSet, case: dict) -> None:  # type: ign
     assert verdict.failure_class is FailureClass(case["class"]), verdict.reason
     assert blamed == case["blamed"], verdict.reason
     assert not set(blamed) & set(case["never"])
+    assert [h.name for h in verdict.suspect_hosts] == case.get("suspect", []), verdict.reason

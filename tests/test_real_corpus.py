@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ _BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "attribution.py
 _spec = importlib.util.spec_from_file_location("attribution_bench", _BENCH)
 assert _spec is not None and _spec.loader is not None
 attribution = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = attribution  # dataclasses look their module up while the class is made
 _spec.loader.exec_module(attribution)
 
 EXCERPTS = attribution.load_corpus()

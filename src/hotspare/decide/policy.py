@@ -142,6 +142,10 @@ def decide(
     named = tuple(h for h in verdict.exclude_hosts if h in pool.active)
     if named:
         return _swap(named, _blame_reason(verdict, named), pool, delay)
+    suspects = [h.name for h in verdict.suspect_hosts if h in pool.active]
+    if suspects and not history.probed:
+        # A host named by a lost connection is a lead: a failed probe makes it dead; if all answer, it is not.
+        return Decision(Action.PROBE, f"{', '.join(suspects)} named only as suspect(s): probe the active hosts")
     if fclass in _IN_PLACE:
         return _in_place(fclass, history, budgets, delay)
     return _unattributed(fclass, pool, history, budgets, delay)

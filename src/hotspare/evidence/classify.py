@@ -285,6 +285,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
             continue  # the program already ran: this error is not a broken start
+        if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
+            # A lost connection or a failed launch names a lead, not a dead node: until a probe or the scheduler
+            # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
+            return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
+                             f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
     return None
 

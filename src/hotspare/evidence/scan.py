@@ -388,12 +388,23 @@ def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int) -> Iterato
         yield base
         return
     host_text = captured.decode("latin-1")
-    at = match.start(pattern.compiled.groupindex[group])
-    if _IN_URL.search(line, max(0, at - 12), at):
-        yield replace(base, host_text=host_text)  # an address in a link is not a node of the job
+    index = pattern.compiled.groupindex[group]
+    at, end = match.start(index), match.end(index)
+    if _IN_URL.search(line, max(0, at - 12), at) or _GLUED.match(line, end):
+        # an address in a link is not a node of the job; nor is a name glued to shell or URL syntax
+        yield replace(base, host_text=line[at : _token_end(line, end)].decode("latin-1"))
         return
     for host in _hosts(host_text, pattern.hostlist):
         yield replace(base, host=host, host_text=host.raw if host else host_text)
+
+
+# What may not follow a host name: a URL's scheme separator, shell syntax ("n1;reboot", "n1|sh"). Quotes may.
+_GLUED = re.compile(rb"://|[;|&$`]")
+
+
+def _token_end(line: bytes, end: int) -> int:
+    space = re.compile(rb"\s").search(line, end)
+    return space.start() if space else len(line)
 
 
 # A web link's host part (a documentation or dashboard address quoted in a log line).
