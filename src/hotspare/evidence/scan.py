@@ -399,7 +399,7 @@ def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int) -> Iterato
 
 
 # What may not follow a host name: a URL's scheme separator, shell syntax ("n1;reboot", "n1|sh"). Quotes may.
-_GLUED = re.compile(rb"://|[;|&$`]")
+_GLUED = re.compile(rb"://|[;|&$]")
 
 
 def _token_end(line: bytes, end: int) -> int:
