@@ -201,6 +201,7 @@ def _node_fault(
         if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
         and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
+    roots = _before_cancel(roots, evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -228,6 +229,15 @@ def _before_teardown(
     if start is None or not any(e.line < start for e in roots):
         return roots
     return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
+
+
+def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """Drop SIGKILLed ranks reported after the job was cancelled: ``scancel`` (or a second Ctrl-C to srun)
+    ends the step with SIGTERM, then SIGKILL for whatever is left, and srun reports those tasks 'Killed'."""
+    cancel = next((e.line for e in evidence if e.failure_class is FailureClass.CANCELLED), None)
+    if cancel is None:
+        return roots
+    return [e for e in roots if e.line < cancel or e.failure_class is not FailureClass.RANK_KILLED]
 
 
 # Context lines that mark the start of a step's teardown.
@@ -280,7 +290,11 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
+    kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
+    after_cancel = {id(e) for e in kills} - {id(e) for e in _before_cancel(kills, evidence)}
     for ev in evidence:
+        if id(ev) in after_cancel:
+            continue  # the cancellation's own SIGKILL
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
         if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:

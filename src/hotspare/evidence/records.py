@@ -75,6 +75,13 @@ class Records:
         else:
             self.dropped += 1
 
+    def retract(self, pattern: str, line: int) -> None:
+        """Forget what ``pattern`` recorded first at ``line`` (a fragment of a rejoined line), when that was
+        its only occurrence; a record seen again elsewhere stays."""
+        for key, ev in list(self.first.items()):
+            if ev.pattern == pattern and ev.line == line and self.counts[key] == 1:
+                del self.first[key], self.counts[key]
+
     def result(self) -> tuple[Evidence, ...]:
         out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
         return tuple(sorted(out, key=lambda e: e.line))

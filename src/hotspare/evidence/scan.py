@@ -177,18 +177,24 @@ class Scanner:
 
     def _match_line(
         self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int | tuple[int, ...] = -1
-    ) -> None:
-        """Match one line; ``only_across`` keeps only matches spanning that offset (or one of those)."""
+    ) -> list[tuple[str, int]]:
+        """Match one line; ``only_across`` keeps only matches spanning that offset (or one of those).
+
+        Returns ``(pattern name, match end)`` for each pattern that matched.
+        """
         indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
         joins = (only_across,) if isinstance(only_across, int) else only_across
+        matched: list[tuple[str, int]] = []
         for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
                 continue
+            matched.append((pattern.qualname, match.end()))
             for ev in self._adopt_host(_evidence(pattern, match, line, lineno), pattern):
                 self._records.add(ev)
                 found.append(ev)
+        return matched
 
     def _adopt_host(self, evidence: Iterable[Evidence], pattern: Pattern) -> Iterator[Evidence]:
         """Apply ``host_from`` (take the host of a line just above) and ``after``
@@ -251,9 +257,14 @@ class Scanner:
                 joined = joined + sep + nxt
                 if len(nxt) < MIN_SOFT_WRAP:
                     break
-            if joins:
-                self._match_line(joined, counter.at(starts[i]), found,
-                                 only_across=tuple(joins))
+            if not joins:
+                continue
+            for name, end in self._match_line(joined, counter.at(starts[i]), found, only_across=tuple(joins)):
+                # The pieces the whole line's match ran into were read as lines of their own too: what the
+                # same pattern made of a fragment ("0n0: rank 5 died ...") is not a second event.
+                for k, join in enumerate(joins, start=1):
+                    if join < end:
+                        self._records.retract(name, counter.at(starts[i + k]))
 
     def _track_progress(self, text: bytes, counter: _LineCounter, first: int, last: tuple[int, int]) -> None:
         line = _clean(text[last[0] : last[1]])
@@ -421,9 +432,10 @@ _TRIM = " \t.,;:'\"()[]<>`*"
 
 def _hosts(text: str, is_hostlist: bool) -> list[Host | None]:
     """Hosts named by a captured group; ``[None]`` when the text is not a host or only stands for one
-    (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``)."""
+    (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``, a bare number)."""
     text = text.strip(_TRIM) if not is_hostlist else text.strip(" \t.,;:'\"()<>`*")
-    if not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127."):
+    if (not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127.")
+            or text.isdigit()):  # a rank or task number ("3: " from srun -l), never a node's name
         return [None]
     try:
         return list(expand_hosts(text)) if is_hostlist else [Host(text)]
