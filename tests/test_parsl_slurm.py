@@ -232,35 +232,6 @@ def test_lead_node_crash_retries_the_task_elsewhere(slurm_bed, tmp_path: Path,
     assert [(e.host.name, e.reason) for e in entries] == [(lead, "scheduler")]
 
 
-def test_pipeline_driver_survives_its_node_on_the_bed(slurm_bed, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """examples/parsl_pipeline.py over FailoverProvider(SlurmProvider): crash the driver's node after stage 2.
-    SLURM ends the 1-node block NODE_FAIL, the lost manager is a whole-job retry at no cost, the node is
-    quarantined, the next block runs elsewhere (--exclude) and the rerun driver skips stages 1-2."""
-    _worker_env(slurm_bed, monkeypatch)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-    try:
-        import parsl_pipeline  # noqa: PLC0415 -- the example, as a user runs it
-    finally:
-        sys.path.pop(0)
-    crashed: list[str] = []
-
-    def crash_driver_node(provider: FailoverProvider) -> None:
-        (job,) = list(provider.inner.resources)
-        crashed.append(provider.block_hosts(job)[0].raw)
-        slurm_bed.crash(crashed[0])
-
-    inner = SlurmProvider(nodes_per_block=1, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
-                          launcher=SimpleLauncher(), exclusive=False)
-    done, retries = parsl_pipeline.run(tmp_path, stages=5, stage_s=0.5, kill_after_stage=2, inner=inner,
-                                       kill=crash_driver_node, timeout_s=240)
-    assert [s.split("@")[0] for s in done] == ["1", "2", "3", "4", "5"]
-    assert done[:2] == [f"1@{crashed[0]}", f"2@{crashed[0]}"] and not done[-1].endswith(f"@{crashed[0]}")
-    assert [(r.scope, r.cost) for r in retries] == [("whole_job", 0.0)]
-    entries = Quarantine.open(tmp_path / "hotspare" / "ledger.sqlite").entries()
-    assert [e.host.name for e in entries] == [crashed[0]]
-
-
 def test_expired_quarantine_is_readmitted_only_after_a_passing_probe(slurm_bed, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """Two quarantined hosts expire; at the next submit each is probed with a one-task srun: healthy n3 comes

@@ -12,6 +12,7 @@ from conftest import run_cli
 from hotspare import PatternError, PatternSet, Role, load_patterns, scan
 from hotspare.evidence.patterns import load_pack_text
 from hotspare.evidence.patterns.check import check_pack
+from hotspare.evidence.patterns.literals import required_literals
 
 REQUIRED_PACKS = {
     "pals", "slurm", "hydra", "openmpi", "nccl", "gloo", "torchrun", "pbs", "kernel", "python", "filesystem",
@@ -137,3 +138,28 @@ def test_cli_bad_pattern_dir_is_one_error_line(tmp_path: Path) -> None:
     result = run_cli("classify", "--patterns", str(tmp_path / "missing"), "-", stdin=b"x\n")
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("regex", "expected"), [
+    (r"srun: error: Node failure on (?P<host>\S+)", ("srun: error: Node failure on ",)),
+    (r"(?:mpirun|prterun) noticed that process rank", (" noticed that process rank",)),
+    (r"Out of memory: Kill(?:ed)? process|invoked oom-killer", ("Out of memory: Kill", "invoked oom-killer")),
+    (r"(?P<host>\S+): (?:a|b)", None),  # nothing long enough: the whole regex stays in the prefilter
+])
+def test_required_literals(regex: str, expected: tuple[str, ...] | None) -> None:
+    found = required_literals(regex)
+    assert (found[0] if found else None) == expected
+
+
+def test_every_example_holds_a_required_literal_of_its_pattern() -> None:
+    """The prefilter looks only for these literals: every line a shipped pattern matches must hold one."""
+    for pattern in load_patterns().patterns:
+        found = required_literals(pattern.regex)
+        if found is None:
+            continue
+        alternatives, ignore_case = found
+        for example in pattern.examples:
+            if not example.matches:
+                continue
+            line = example.line.lower() if ignore_case else example.line
+            assert any((a.lower() if ignore_case else a) in line for a in alternatives), (pattern.qualname, example.line)

@@ -150,3 +150,19 @@ def test_unattributed_failures_spend_one_budget_and_stop_with_93(fclass: Failure
         history = history.after(v, d, POOL)
     assert [d.action for d in decisions] == [Action.RETRY, Action.RETRY, Action.STOP], decisions
     assert decisions[-1].exit_code == EXIT_RETRY_ELSEWHERE, decisions[-1].reason
+
+
+def test_an_origin_that_is_not_a_node_fault_is_never_swapped() -> None:
+    """A segfault on n2 blames n2 as the origin but excludes nobody: the supervisor retries, it spends no spare."""
+    v = replace(verdict(FailureClass.UNKNOWN, (Host("n2"),)), exclude_hosts=())
+    assert v.blamed_hosts == (Host("n2"),)
+    d = decide(v, POOL, History(probed=True), Budgets())
+    assert d.action is not Action.SWAP and d.swap_out == ()
+
+
+def test_suspects_are_probed_before_anything_is_decided() -> None:
+    """A host named only by a lost connection is a lead: probe first; once every host answered, no swap."""
+    v = replace(verdict(FailureClass.NETWORK), suspect_hosts=(Host("n2"),))
+    assert decide(v, POOL, History(), Budgets()).action is Action.PROBE
+    after = decide(v, POOL, History(probed=True), Budgets())
+    assert after.action is Action.RETRY and after.swap_out == ()

@@ -421,7 +421,8 @@ def _patterns_list(args: argparse.Namespace) -> int:
         versions = pack.versions or "-"
         project = f"{pack.project}: " if pack.project else ""
         files = ", ".join(pack.derived_from) or pack.source
-        print(f"{pack.family:<12} {pack.name:<12} {versions:<16} {len(pack.patterns):>8} {pack.example_count:>8}  {project}{files}")
+        counts = f"{len(pack.patterns):>8} {pack.example_count:>8}"
+        print(f"{pack.family:<12} {pack.name:<12} {versions:<16} {counts}  {project}{files}")
         if args.verbose:
             for pat in pack.patterns:
                 fclass = pat.failure_class.value if pat.failure_class else "-"

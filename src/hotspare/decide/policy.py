@@ -142,13 +142,18 @@ def decide(
     named = tuple(h for h in verdict.exclude_hosts if h in pool.active)
     if named:
         return _swap(named, _blame_reason(verdict, named), pool, delay)
+    return _probe_suspects(verdict, pool, history) or (
+        _in_place(fclass, history, budgets, delay) if fclass in _IN_PLACE
+        else _unattributed(fclass, pool, history, budgets, delay)
+    )
+
+
+def _probe_suspects(verdict: Verdict, pool: Pool, history: History) -> Decision | None:
+    """A host named by a lost connection is a lead: a failed probe makes it dead; if all answer, it is not."""
     suspects = [h.name for h in verdict.suspect_hosts if h in pool.active]
-    if suspects and not history.probed:
-        # A host named by a lost connection is a lead: a failed probe makes it dead; if all answer, it is not.
-        return Decision(Action.PROBE, f"{', '.join(suspects)} named only as suspect(s): probe the active hosts")
-    if fclass in _IN_PLACE:
-        return _in_place(fclass, history, budgets, delay)
-    return _unattributed(fclass, pool, history, budgets, delay)
+    if not suspects or history.probed:
+        return None
+    return Decision(Action.PROBE, f"{', '.join(suspects)} named only as suspect(s): probe the active hosts")
 
 
 _IN_PLACE = frozenset({FailureClass.TRANSIENT_IO, FailureClass.NETWORK, FailureClass.PREEMPTED})

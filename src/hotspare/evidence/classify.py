@@ -451,6 +451,14 @@ def refusals(verdict: Verdict) -> tuple[Refusal, ...]:
     return tuple(out.values())
 
 
+_MEANING_REFUSED = {
+    HostMeaning.SUSPECT: "named only by a lost connection, a launch failure or a peer's view: a lead to probe, "
+                         "never proof",
+    HostMeaning.CASCADE: "hurt by the failure elsewhere (a teardown or a survivor's report)",
+    HostMeaning.MENTION: "named in passing: the line says nothing about the host",
+}
+
+
 def _refusal_reason(
     e: Evidence, foreign: set[Host], suspects: set[Host], has_origin: bool, verdict: Verdict
 ) -> str:
@@ -458,12 +466,9 @@ def _refusal_reason(
         return "not a host: a placeholder, an address in a link, or text no node is named"
     if e.host in foreign:
         return "not a host of the allocation"
-    if e.host in suspects:
-        return "named only by a lost connection, a launch failure or a peer's view: a lead to probe, never proof"
-    if e.host_means is HostMeaning.CASCADE:
-        return "hurt by the failure elsewhere (a teardown or a survivor's report)"
-    if e.host_means is HostMeaning.MENTION:
-        return "named in passing: the line says nothing about the host"
+    meaning = HostMeaning.SUSPECT if e.host in suspects else e.host_means
+    if meaning in _MEANING_REFUSED:
+        return _MEANING_REFUSED[meaning]
     if not has_origin:
         return f"a {verdict.failure_class.value} failure starts nowhere in particular, whatever host printed it"
     if verdict.blamed:

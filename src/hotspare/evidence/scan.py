@@ -247,7 +247,7 @@ class Scanner:
         for i, piece in enumerate(pieces[:-1]):
             if not MIN_SOFT_WRAP <= len(piece) <= widest:
                 continue
-            joined, joins = piece, []
+            joined, joins = piece, list[int]()
             for nxt in pieces[i + 1 : i + MAX_WRAP_PIECES]:
                 last = len(joined) - (joins[-1] if joins else 0)
                 if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest:
@@ -426,7 +426,7 @@ _PLACEHOLDER = re.compile(
     r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+",
     re.IGNORECASE,
 )
-_NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")
+_NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")  # noqa: S104 -- compared against, never bound
 _TRIM = " \t.,;:'\"()[]<>`*"
 
 

@@ -13,8 +13,13 @@ relaxed form in the prefilter.
 from __future__ import annotations
 
 import re
-from re import _constants as C  # noqa: N812 -- the regex parser's opcodes (sre_constants, deprecated alias)
-from re import _parser as sre_parse
+import warnings
+from typing import Any
+
+with warnings.catch_warnings():  # Python 3.11 keeps the parser as re._parser; these names are its public aliases
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import sre_constants as C
+    import sre_parse
 
 #: Shortest literal worth prefiltering on; shorter ones make most lines candidates.
 MIN_LITERAL = 6
@@ -31,7 +36,7 @@ def required_literals(regex: str) -> tuple[Alternatives, bool] | None:
     except (re.error, OverflowError, RecursionError):
         return None
     scoped: list[bool] = []
-    best = _sequence(list(tree), scoped)
+    best = _sequence(tree.data, scoped)
     ignore_case = bool(tree.state.flags & re.IGNORECASE) or any(scoped)
     return (best, ignore_case) if best is not None else None
 
@@ -48,7 +53,7 @@ def _better(a: Alternatives | None, b: Alternatives | None) -> Alternatives | No
     return a if (_score(a), -len(a)) >= (_score(b), -len(b)) else b
 
 
-def _sequence(items: list[tuple[object, object]], scoped: list[bool]) -> Alternatives | None:
+def _sequence(items: list[Any], scoped: list[bool]) -> Alternatives | None:
     """The best requirement of a concatenation: its longest literal run, or its best required part."""
     best: Alternatives | None = None
     run: list[str] = []
@@ -61,34 +66,34 @@ def _sequence(items: list[tuple[object, object]], scoped: list[bool]) -> Alterna
 
     for op, av in items:
         if op is C.LITERAL:
-            run.append(chr(av))  # type: ignore[call-overload]
+            run.append(chr(av))
             continue
         if op is C.AT:
             continue  # anchors take no text
         if op is C.SUBPATTERN:
-            inner = list(av[3])  # type: ignore[index]
-            if not av[1] and not av[2] and all(o is C.LITERAL for o, _ in inner):  # type: ignore[index]
-                run.extend(chr(v) for _, v in inner)  # type: ignore[call-overload]
+            inner = list(av[3])
+            if not av[1] and not av[2] and all(o is C.LITERAL for o, _ in inner):
+                run.extend(chr(v) for _, v in inner)
                 continue
-            if av[1]:  # type: ignore[index]  # a scoped flag group, (?i:...): its literals ignore case
+            if av[1]:  # a scoped flag group, (?i:...): its literals ignore case
                 scoped.append(True)
             close()
             best = _better(best, _sequence(inner, scoped))
             continue
         close()
         if op is C.BRANCH:
-            best = _better(best, _branch(av[1], scoped))  # type: ignore[index]
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:  # type: ignore[index]
-            best = _better(best, _sequence(list(av[2]), scoped))  # type: ignore[index]
+            best = _better(best, _branch(av[1], scoped))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            best = _better(best, _sequence(list(av[2]), scoped))
     close()
     return best
 
 
-def _branch(branches: list[object], scoped: list[bool]) -> Alternatives | None:
+def _branch(branches: list[Any], scoped: list[bool]) -> Alternatives | None:
     """An alternation requires one of its branches' requirements: None if any branch requires nothing."""
     found: list[str] = []
     for branch in branches:
-        alts = _sequence(list(branch), scoped)  # type: ignore[call-overload]
+        alts = _sequence(list(branch), scoped)
         if alts is None:
             return None
         found.extend(alts)
