@@ -384,8 +384,7 @@ def _host_from(table: Mapping[str, Any], host_group: str | None, pack: str, wher
     name = table.get("host_from")
     if name is None:
         return None
-    if host_group is not None:
-        raise PatternError(where, "use either 'host' or 'host_from', not both")
+    del host_group  # with both, the line's own host wins and host_from fills in when the line names none
     return f"{pack}.{name}"
 
 
