@@ -416,14 +416,13 @@ def _postmortem(args: argparse.Namespace) -> int:
 
 def _patterns_list(args: argparse.Namespace) -> int:
     patterns = load_patterns(args.patterns)
-    print(f"{'family':<12} {'pack':<12} {'versions':<16} {'patterns':>8} {'examples':>8}  derived from")
+    print(f"{'family':<12} {'pack':<12} {'patterns':>8} {'examples':>8}  project and versions")
     for pack in sorted(patterns.packs.values(), key=lambda p: (p.family, p.name)):
-        versions = pack.versions or "-"
-        project = f"{pack.project}: " if pack.project else ""
-        files = ", ".join(pack.derived_from) or pack.source
-        counts = f"{len(pack.patterns):>8} {pack.example_count:>8}"
-        print(f"{pack.family:<12} {pack.name:<12} {versions:<16} {counts}  {project}{files}")
+        where = "; ".join(x for x in (pack.project, pack.versions) if x) or pack.source
+        print(f"{pack.family:<12} {pack.name:<12} {len(pack.patterns):>8} {pack.example_count:>8}  {where}")
         if args.verbose:
+            if pack.derived_from:
+                print(f"    derived from: {', '.join(pack.derived_from)}")
             for pat in pack.patterns:
                 fclass = pat.failure_class.value if pat.failure_class else "-"
                 print(f"    {pat.name:<34} {pat.role.value:<8} {fclass:<12} {pat.host_means.value:<8} "
