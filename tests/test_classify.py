@@ -242,10 +242,13 @@ def test_open_mpi_lost_daemon_forms(patterns: PatternSet) -> None:
         "This is usually due to either a failure of the TCP network\n"
     )
     v = verdict(block, patterns, rc=1)
-    assert v.failure_class is FailureClass.NODE_LOSS and names(v.blamed_hosts) == ["slwrk-067"]
-    assert verdict("  hostname:  slwrk-067\n", patterns, rc=1).blamed_hosts == ()
+    # A lost connection names a lead, not a dead node (issue 13): a suspect, probed by the supervisor, never blamed.
+    assert v.failure_class is FailureClass.NODE_LOSS and v.blamed_hosts == ()
+    assert names(v.suspect_hosts) == ["slwrk-067"]
+    assert verdict("  hostname:  slwrk-067\n", patterns, rc=1).suspect_hosts == ()
     prrte = "PRTE has lost communication with a remote daemon.\n  Remote daemon: [prterun-master-0-34@0,1] on node worker7\n"
-    assert names(verdict(prrte, patterns, rc=1).blamed_hosts) == ["worker7"]
+    v = verdict(prrte, patterns, rc=1)
+    assert v.blamed_hosts == () and names(v.suspect_hosts) == ["worker7"]
 
 
 def test_open_mpi_5_wrapped_notice(patterns: PatternSet) -> None:
@@ -254,7 +257,8 @@ def test_open_mpi_5_wrapped_notice(patterns: PatternSet) -> None:
     v = verdict(text, patterns, rc=137)
     assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["cpu155"]
     segv = "prterun noticed that process rank 2 with PID 99 on node cpu155 exited on\nsignal 11 (Segmentation fault).\n"
-    assert verdict(segv, patterns, rc=139).blamed_hosts == ()
+    crashed = verdict(segv, patterns, rc=139)  # where it started, but no node fault: nobody excluded
+    assert names(crashed.blamed_hosts) == ["cpu155"] and crashed.exclude_hosts == ()
 
 
 def test_hydra_bad_termination_needs_the_running_at_line_just_above(patterns: PatternSet) -> None:

@@ -163,3 +163,9 @@ def test_every_example_holds_a_required_literal_of_its_pattern() -> None:
                 continue
             line = example.line.lower() if ignore_case else example.line
             assert any((a.lower() if ignore_case else a) in line for a in alternatives), (pattern.qualname, example.line)
+
+
+def test_every_shipped_pack_says_where_it_came_from() -> None:
+    """Issue 11: each pack names the project, the version range and the source files its formats were read from."""
+    for pack in load_patterns().packs.values():
+        assert pack.family and pack.project and pack.versions and pack.derived_from, pack.name

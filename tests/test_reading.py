@@ -120,8 +120,8 @@ def test_explain_names_rule_lines_and_refusals(tmp_path) -> None:  # type: ignor
     log.write_text(
         "srun: error: n2: task 3: Segmentation fault (core dumped)\n"
         "srun: error: n1: tasks 0-1: Terminated\n"
-        "mpirun noticed that process rank 2 with PID 8 on node xxxx exited on signal 15 (Terminated).\n"
-        "mpirun noticed that process rank 1 with PID 9 on node login9 exited on signal 15 (Terminated).\n"
+        "mpirun noticed that process rank 2 with PID 8 on node xxxx exited on signal 11 (Segmentation fault).\n"
+        "mpirun noticed that process rank 1 with PID 9 on node login9 exited on signal 6 (Aborted).\n"
     )
     table = run_cli("classify", "--explain", "--rc", "139", "--hosts", "n[1-3]", str(log))
     assert table.returncode == 0, table.stderr
