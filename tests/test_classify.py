@@ -280,3 +280,11 @@ def test_no_exit_status_and_no_evidence_is_unknown_never_success(patterns: Patte
     assert verdict(text, patterns, rc=0).failure_class is FailureClass.SUCCESS
     done = classify(scan(text.encode(), patterns), facts=SchedulerFacts(job_state="COMPLETED"))
     assert done.failure_class is FailureClass.SUCCESS
+
+
+def test_kills_after_another_rank_crashed_are_its_teardown(patterns: PatternSet) -> None:
+    """A rank segfaults on n2; srun (--kill-on-bad-exit) then SIGKILLs the rest: n2 started it, nobody is excluded."""
+    log = "srun: error: n2: task 3: Segmentation fault (core dumped)\nsrun: error: n1: tasks 0-1: Killed\n"
+    v = verdict(log, patterns, rc=137, allocation=[Host(f"n{i}") for i in range(1, 4)])
+    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()

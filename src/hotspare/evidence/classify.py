@@ -202,6 +202,7 @@ def _node_fault(
         and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
     roots = _before_cancel(roots, evidence)
+    roots = _before_crash(roots, evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -229,6 +230,16 @@ def _before_teardown(
     if start is None or not any(e.line < start for e in roots):
         return roots
     return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
+
+
+def _before_crash(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """Drop SIGKILLed ranks reported after a rank crashed of another signal (a segfault, an abort), when no
+    kill came before it: the launcher kills the remaining ranks (Cray ATP then ALPS, srun --kill-on-bad-exit)."""
+    crash = next((e.line for e in evidence if e.role is Role.CONTEXT and e.host_means is HostMeaning.ORIGIN
+                  and e.failure_class is FailureClass.UNKNOWN), None)
+    if crash is None or any(e.line < crash for e in roots):
+        return roots
+    return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
 
 
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
@@ -291,10 +302,10 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
-    after_cancel = {id(e) for e in kills} - {id(e) for e in _before_cancel(kills, evidence)}
+    teardown = {id(e) for e in kills} - {id(e) for e in _before_crash(_before_cancel(kills, evidence), evidence)}
     for ev in evidence:
-        if id(ev) in after_cancel:
-            continue  # the cancellation's own SIGKILL
+        if id(ev) in teardown:
+            continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
         if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
@@ -354,7 +365,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         if e.host is not None and e.host_means in _ORIGIN_MEANINGS
         and (e.failure_class is None or e.failure_class in _ORIGIN_CLASSES)
     ]
-    starts = _before_teardown(starts, evidence, strict=True)
+    starts = _before_crash(_before_cancel(_before_teardown(starts, evidence, strict=True), evidence), evidence)
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
