@@ -135,9 +135,12 @@ def compile_bytes(regex: str, *, capture: bool = True) -> Any:
     return compiled
 
 
-# Measured: a 38k-instruction prefilter ran at 2 MB/s with 4 MiB and at full
-# speed with 8 MiB; 400 bytes an instruction leaves twice that margin.
-_BYTES_PER_INSTRUCTION = 1600
+# Measured: a 38k-instruction alternation of whole patterns ran at 2 MB/s with 4 MiB and at full speed with
+# 8 MiB, but once the packs held 170 patterns a 38k one needed more than 16 MiB (240 us a short line at 16,
+# 2 us at 64). The prefilter is now made of required literals (literals.py: 26k instructions for 260
+# patterns, full speed at 16 MiB); 800 bytes an instruction leaves room to grow. The DFA allocates states as
+# it needs them, so the budget is a cap, not what is used.
+_BYTES_PER_INSTRUCTION = 800
 
 
 @dataclass(frozen=True, slots=True)
