@@ -201,8 +201,7 @@ def _node_fault(
         if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
         and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
-    roots = _before_cancel(roots, evidence)
-    roots = _before_crash(roots, evidence)
+    roots = _not_torn_down(roots, evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -230,6 +229,11 @@ def _before_teardown(
     if start is None or not any(e.line < start for e in roots):
         return roots
     return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
+
+
+def _not_torn_down(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """``roots`` without the SIGKILLs that were a cancellation's or a crash's teardown."""
+    return _before_crash(_before_cancel(roots, evidence), evidence)
 
 
 def _before_crash(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
@@ -302,7 +306,7 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
-    teardown = {id(e) for e in kills} - {id(e) for e in _before_crash(_before_cancel(kills, evidence), evidence)}
+    teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence)}
     for ev in evidence:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
@@ -365,7 +369,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         if e.host is not None and e.host_means in _ORIGIN_MEANINGS
         and (e.failure_class is None or e.failure_class in _ORIGIN_CLASSES)
     ]
-    starts = _before_crash(_before_cancel(_before_teardown(starts, evidence, strict=True), evidence), evidence)
+    starts = _not_torn_down(_before_teardown(starts, evidence, strict=True), evidence)
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)

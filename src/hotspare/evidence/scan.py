@@ -414,8 +414,11 @@ _GLUED = re.compile(rb"://|[;|&$]")
 
 
 def _token_end(line: bytes, end: int) -> int:
-    space = re.compile(rb"\s").search(line, end)
+    space = _SPACE.search(line, end)
     return space.start() if space else len(line)
+
+
+_SPACE = re.compile(rb"\s")
 
 
 # A web link's host part (a documentation or dashboard address quoted in a log line).
