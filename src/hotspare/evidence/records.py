@@ -64,6 +64,8 @@ class Records:
     first: dict[tuple[str, str | None], Evidence] = field(default_factory=dict)
     counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
     dropped: int = 0
+    #: The keys first recorded at each (pattern, line), so a retraction costs one look-up.
+    at_line: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
 
     def add(self, ev: Evidence) -> None:
         key = (ev.pattern, ev.host.name if ev.host else ev.host_text)
@@ -72,14 +74,15 @@ class Records:
         elif len(self.first) < MAX_RECORDS:
             self.first[key] = ev
             self.counts[key] = 1
+            self.at_line.setdefault((ev.pattern, ev.line), []).append(key)
         else:
             self.dropped += 1
 
     def retract(self, pattern: str, line: int) -> None:
         """Forget what ``pattern`` recorded first at ``line`` (a fragment of a rejoined line), when that was
         its only occurrence; a record seen again elsewhere stays."""
-        for key, ev in list(self.first.items()):
-            if ev.pattern == pattern and ev.line == line and self.counts[key] == 1:
+        for key in self.at_line.pop((pattern, line), []):
+            if self.counts.get(key) == 1:
                 del self.first[key], self.counts[key]
 
     def result(self) -> tuple[Evidence, ...]:
