@@ -134,3 +134,12 @@ def test_explain_names_rule_lines_and_refusals(tmp_path) -> None:  # type: ignor
     assert record["failure_class"] == FailureClass.UNKNOWN.value
     assert record["explain"]["lines"][0]["line"] == 1
     assert {r["host"] for r in record["explain"]["refused"]} >= {"n1", "xxxx"}
+
+
+def test_a_fragment_of_a_rejoined_line_is_not_a_second_host(patterns: PatternSet) -> None:
+    """Cut inside the host name: the tail read alone ("0n0: rank 5 died ...") must not become a second killed
+    host (two killed hosts would read as a job-wide kill and name nobody)."""
+    line = "[" + "z" * 59 + "] x1921c7s1b0n0: rank 5 died from signal 9"  # cut at 72 columns, inside the name
+    cut = line.index("b0n0") + 1
+    got = verdict("starting\n" + line[:cut] + "\n" + line[cut:] + "\n", patterns, rc=1)
+    assert got.blamed_hosts == (Host("x1921c7s1b0n0"),), got.reason
