@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -142,15 +141,24 @@ def test_min_free_gb_refuses_to_start(tmp_path: Path) -> None:
 
 def test_demo_and_postmortem(tmp_path: Path) -> None:
     """`hotspare demo` fails over and matches the fault-free checksum; `postmortem --json` reads its run."""
-    demo = run_cli("demo", "--keep")
+    demo = run_cli("demo", "--dir", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "equal; exit code 0" in demo.stdout and "out (scraped)" in demo.stdout
-    run_dir = demo.stdout.rsplit("run directory ", 1)[1].strip()
+    run_dir = demo.stdout.rsplit("run directory ", 1)[1].splitlines()[0].strip()
+    assert f"hotspare postmortem {run_dir}" in demo.stdout and Path(run_dir, "ledger.sqlite").is_file()
     report = json.loads(run_cli("postmortem", "--json", run_dir).stdout)
     assert report["state"] == "succeeded" and len(report["attempts"]) == 2
     assert report["decisions"][0]["action"] == "swap" and report["incidents"][0]["died_of"] == "rank_killed"
+    assert run_dir == str(tmp_path / "demo" / "run")
     assert run_cli("postmortem", str(tmp_path)).returncode == 2
-    shutil.rmtree(Path(run_dir).parent)
+
+
+def test_demo_refuses_a_directory_in_use(tmp_path: Path) -> None:
+    """`hotspare demo --dir` into a non-empty directory: one line, exit 2, nothing in it touched."""
+    (tmp_path / "mine.txt").write_text("keep me")
+    demo = run_cli("demo", "--dir", str(tmp_path))
+    assert demo.returncode == 2 and demo.stderr.count("\n") == 1 and "not empty" in demo.stderr, demo.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
 
 
 @pytest.mark.parametrize(("args", "message"), [

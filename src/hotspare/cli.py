@@ -81,8 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_postmortem)
     p = sub.add_parser("demo", help="a failover end to end on an embedded local allocation")
-    p.add_argument("--keep", action="store_true", help="keep the run directory")
-    p.set_defaults(func=lambda a: demo_main(keep=a.keep))
+    p.add_argument("--keep", action="store_true", help="keep the run directory (printed at the end)")
+    p.add_argument("--dir", metavar="DIR", help="run in DIR (new or empty; kept)")
+    p.set_defaults(func=lambda a: demo_main(keep=a.keep, directory=a.dir))
 
     p = sub.add_parser("patterns", help="list or test the pattern packs")
     psub = p.add_subparsers(dest="action", required=True)

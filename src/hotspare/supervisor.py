@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from hotspare.act.actor import Actor, history_from_json
-from hotspare.act.checkpoint import Checkpoint, find_latest
+from hotspare.act.checkpoint import Checkpoint, find_latest, written_since
 from hotspare.act.claims import SpareClaims
 from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
 from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
-from hotspare.act.observe import Observer, Watch
+from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import SchedulerQuery
 from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
@@ -39,7 +39,7 @@ from hotspare.evidence.patterns import PatternSet, load_patterns
 from hotspare.evidence.records import ScanResult
 from hotspare.evidence.scan import Scanner
 from hotspare.hosts import Host
-from hotspare.record.ledger import Ledger
+from hotspare.record.ledger import CHECKPOINT, PROGRESS, Ledger
 from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
 
 
@@ -209,7 +209,7 @@ class Supervisor:
         log_path = self.run_dir / f"attempt-{number}.log"
         argv = build_argv(self._spec(number, pool, ckpt))
         actor.begin_attempt(number, pool, log_path, ckpt)
-        watch = Watch(Scanner(patterns), self.clock())
+        watch = Watch(Scanner(patterns), self.clock(), started_wall_s=self.wall())
         if self.on_attempt is not None:
             self.on_attempt(number, pool, log_path)
         running = self.runner.launch(argv, log_path, lambda chunk: watch.seen(chunk, self.clock(), self.wall()),
@@ -238,14 +238,28 @@ class Supervisor:
         for idle_timeout_s is ended (SIGKILL after the grace)."""
         actor, observer = steps
         while running.poll(0.2) is None:
-            if watch.first_progress_s is not None:
-                actor.progress(number, watch.first_progress_s)
+            self._record_progress(actor, number, watch)
             why = self._stop_cause(watch, observer, number, pool)
             if why is not None and watch.stop_line is None:
                 watch.stop_line = watch.scanner.lines
                 running.stop(why, self.config.grace_s)
+        self._record_progress(actor, number, watch, final=True)
+
+    def _record_progress(self, actor: Actor, number: int, watch: Watch, *, final: bool = False) -> None:
+        """Write what the attempt achieved so far: its first progress, progress samples, new checkpoints."""
         if watch.first_progress_s is not None:
             actor.progress(number, watch.first_progress_s)
+        rows = [(at_s, PROGRESS, step) for at_s, step in watch.take_samples(final=final)]
+        now = self.clock()
+        if self.config.checkpoint_dir and (final or now - watch.checkpoint_polled_s >= CHECKPOINT_POLL_S):
+            watch.checkpoint_polled_s = now
+            # Only checkpoints this attempt wrote: the one it resumed from is an earlier attempt's.
+            above = watch.checkpoint_seen[0] if watch.checkpoint_seen else None
+            for step, at_s in written_since(self.config.checkpoint_dir, above_step=above,
+                                            since_s=watch.started_wall_s):
+                watch.checkpoint_seen = (step, at_s)
+                rows.append((at_s, CHECKPOINT, step))
+        actor.timeline(number, rows)
 
     def _stop_cause(self, watch: Watch, observer: Observer, number: int, pool: Pool) -> StopCause | None:
         """Why the running attempt must be ended now, if it must (asking the scheduler during a stall)."""

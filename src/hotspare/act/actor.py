@@ -60,6 +60,10 @@ class Actor:
             self._progressed.add(number)
             self.ledger.set_first_progress(number, at_s)
 
+    def timeline(self, number: int, rows: Sequence[tuple[float, str, int | None]]) -> None:
+        """Record progress samples and checkpoints (wall time, kind, step) of attempt ``number``."""
+        self.ledger.add_timeline(number, rows)
+
     def end_run(self, state: str, exit_code: int) -> None:
         """Record the run's end."""
         self.ledger.end_run(state, exit_code, self.wall())

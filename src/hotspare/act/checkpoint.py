@@ -64,6 +64,19 @@ def find_latest(directory: str | Path) -> Checkpoint | None:
     return None
 
 
+def written_since(directory: str | Path, *, above_step: int | None, since_s: float) -> list[tuple[int, float]]:
+    """(step, write time) of each complete checkpoint under ``directory`` written at or after ``since_s`` with
+    a step above ``above_step``, in step order. For the run's timeline: nothing here raises (a directory that
+    cannot be listed, or a checkpoint rotated away meanwhile, just yields fewer)."""
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return []
+    floor = -1 if above_step is None else above_step
+    return sorted((step, mtime) for step, mtime, path in _candidates(entries)
+                  if step > floor and mtime >= since_s and incomplete_reason(path) is None)
+
+
 def _candidates(entries: list[Path]) -> list[tuple[int, float, Path]]:
     """(step, mtime, path) of the step-named subdirectories; unstat-able entries are skipped."""
     found = []

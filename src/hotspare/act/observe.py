@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hotspare.act.checkpoint import parse_step
@@ -39,25 +39,62 @@ def scheduler_warning(failure: QueryFailure) -> str:
             "the scheduler watch is off until it answers")
 
 
+#: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
+CHECKPOINT_POLL_S = 2.0
+#: Progress samples are at least this far apart at an attempt's start (seconds)...
+SAMPLE_MIN_S = 0.2
+#: ...and at least this share of the attempt's age later on: a week-long attempt keeps ~1,100 samples.
+SAMPLE_SHARE = 0.01
+
+
 @dataclass(slots=True)
 class Watch:
     """What is learnt while an attempt runs (from its output and from the scheduler)."""
 
     scanner: Scanner
     last_output_s: float
+    #: When (wall clock) the attempt started.
+    started_wall_s: float = 0.0
     first_progress_s: float | None = None
+    #: When (wall clock) the latest progress line arrived, and the step it named.
+    last_progress_s: float | None = None
+    last_step: int | None = None
     last_asked_s: float | None = None
     #: Lines seen when the supervisor itself ended the attempt: what follows is teardown it caused.
     stop_line: int | None = None
     #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
     scheduler_blamed: tuple[Host, ...] = ()
+    #: Progress samples (wall time, step) not yet recorded; see :meth:`take_samples`.
+    samples: list[tuple[float, int | None]] = field(default_factory=list)
+    #: The newest checkpoint this attempt wrote (step, write time) and when (monotonic) it was last looked for.
+    checkpoint_seen: tuple[int, float] | None = None
+    checkpoint_polled_s: float = float("-inf")
+    _progress_line: int = -1
+    _sampled_s: float | None = None
 
     def seen(self, chunk: bytes, now_s: float, wall_s: float) -> None:
         """Output arrived at ``now_s`` (monotonic) / ``wall_s`` (wall clock)."""
         self.scanner.feed(chunk)
         self.last_output_s = now_s
-        if self.first_progress_s is None and self.scanner.progress is not None:
+        progress = self.scanner.progress
+        if progress is None or progress.last_line == self._progress_line:
+            return
+        self._progress_line = progress.last_line
+        self.last_progress_s, self.last_step = wall_s, progress.last_step
+        if self.first_progress_s is None:
             self.first_progress_s = wall_s
+        gap = max(SAMPLE_MIN_S, SAMPLE_SHARE * (wall_s - self.started_wall_s))
+        if self._sampled_s is None or wall_s - self._sampled_s >= gap:
+            self._sampled_s = wall_s
+            self.samples.append((wall_s, progress.last_step))
+
+    def take_samples(self, *, final: bool = False) -> list[tuple[float, int | None]]:
+        """The progress samples not yet taken; ``final`` adds the last progress line (the work before a fault)."""
+        if final and self.last_progress_s is not None and self.last_progress_s != self._sampled_s:
+            self._sampled_s = self.last_progress_s
+            self.samples.append((self.last_progress_s, self.last_step))
+        taken, self.samples = self.samples, []
+        return taken
 
     def due(self, now_s: float, poll_s: float) -> bool:
         """Whether the scheduler may be asked again (at most every ``poll_s``, the first time at once)."""

@@ -69,6 +69,12 @@ CREATE TABLE IF NOT EXISTS evidence (
     count INTEGER NOT NULL,
     text TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS timeline (
+    attempt INTEGER NOT NULL,
+    at_s REAL NOT NULL,
+    kind TEXT NOT NULL,
+    step INTEGER
+);
 CREATE TABLE IF NOT EXISTS observations (
     attempt INTEGER NOT NULL,
     at_s REAL NOT NULL,
@@ -138,6 +144,22 @@ class ObservationRow:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    """A moment of an attempt's progress: a progress line (``progress``, sampled) or a complete checkpoint
+    (``checkpoint``, at its write time), with the step it carries (None: the line named no step)."""
+
+    attempt: int
+    at_s: float
+    kind: str
+    step: int | None
+
+
+#: The kinds of :class:`TimelineRow`.
+PROGRESS = "progress"
+CHECKPOINT = "checkpoint"
+
+
 class Ledger:
     """Typed access to a run's SQLite record. Open with :meth:`open`."""
 
@@ -193,6 +215,11 @@ class Ledger:
     def load_progress(self) -> dict[str, Any] | None:
         row = self._db.execute("SELECT progress FROM run WHERE id = 1").fetchone()
         return None if row is None or row[0] is None else dict(json.loads(row[0]))
+
+    def run_times(self) -> tuple[float, float | None] | None:
+        """When the run was created and when it ended (None: still running or killed)."""
+        row = self._db.execute("SELECT created_s, ended_s FROM run WHERE id = 1").fetchone()
+        return None if row is None else (float(row[0]), row[1])
 
     def end_run(self, state: str, exit_code: int, now_s: float) -> None:
         with self.transaction() as db:
@@ -278,6 +305,17 @@ class Ledger:
         else:
             rows = self._db.execute("SELECT * FROM observations WHERE attempt = ? ORDER BY rowid", (attempt,))
         return [ObservationRow(*r) for r in rows]
+
+    def add_timeline(self, attempt: int, rows: Iterable[tuple[float, str, int | None]]) -> None:
+        """Record progress samples and checkpoints of ``attempt``: (wall time, kind, step) each."""
+        batch = [(attempt, at_s, kind, step) for at_s, kind, step in rows]
+        if batch:
+            with self.transaction() as db:
+                db.executemany("INSERT INTO timeline VALUES (?, ?, ?, ?)", batch)
+
+    def timeline(self) -> list[TimelineRow]:
+        """Every progress sample and checkpoint of the run, in time order."""
+        return [TimelineRow(*r) for r in self._db.execute("SELECT * FROM timeline ORDER BY at_s, rowid")]
 
     @property
     def connection(self) -> sqlite3.Connection:

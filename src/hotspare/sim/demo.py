@@ -25,6 +25,7 @@ from typing import TextIO
 
 from hotspare.decide.policy import Budgets
 from hotspare.decide.pool import Pool
+from hotspare.errors import InputError
 from hotspare.hosts import Host
 from hotspare.record.ledger import Ledger
 from hotspare.record.postmortem import build_report, render
@@ -89,15 +90,28 @@ def run_demo(workdir: Path, *, seed: int | None = None, out: TextIO = sys.stdout
     want = fault_free_checksum(STEPS)
     same = got == want
     out.write(f"\nfinal checksum {got}\nfault-free      {want}\n")
-    out.write(f"{'equal' if same else 'DIFFERENT'}; exit code {code}; run directory {workdir / 'run'}\n")
+    out.write(f"{'equal' if same else 'DIFFERENT'}; exit code {code}\n")
     failed_over = len(report.attempts) >= 2 and victim in report.attempts[0].hosts
     return same and code == 0 and failed_over
 
 
-def main(keep: bool = False) -> int:
-    """Run the demo in a temporary directory (kept with ``keep``)."""
-    workdir = Path(tempfile.mkdtemp(prefix="hotspare-demo-"))
-    ok = run_demo(workdir)
-    if not keep:
+def main(keep: bool = False, directory: str | None = None, out: TextIO = sys.stdout) -> int:
+    """Run the demo in ``directory`` (kept), or in a temporary directory deleted afterwards unless ``keep``."""
+    if directory is not None:
+        workdir = Path(directory)
+        if workdir.exists() and any(workdir.iterdir()):
+            raise InputError(directory, "not empty: the demo writes its run and checkpoints there")
+        workdir.mkdir(parents=True, exist_ok=True)
+        keep = True
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="hotspare-demo-"))
+    ok = run_demo(workdir, out=out)
+    run = workdir / "run"
+    if keep:
+        out.write(f"run directory {run}\n  report it:  hotspare postmortem {run}\n"
+                  f"  draw it:    hotspare postmortem {run} --plot run.png\n")
+    else:
         shutil.rmtree(workdir, ignore_errors=True)
+        out.write(f"run directory {run} deleted (keep it with --keep or --dir DIR, then "
+                  "`hotspare postmortem DIR` and `--plot run.png` read it)\n")
     return 0 if ok else 1
