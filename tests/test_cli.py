@@ -150,6 +150,11 @@ def test_demo_and_postmortem(tmp_path: Path) -> None:
     assert report["state"] == "succeeded" and len(report["attempts"]) == 2
     assert report["decisions"][0]["action"] == "swap" and report["incidents"][0]["died_of"] == "rank_killed"
     assert run_dir == str(tmp_path / "demo" / "run")
+    # The supervisor sampled progress and checkpoints: the incident's timeline adds up, goodput is a share.
+    [incident] = report["incidents"]
+    parts = [incident[k] for k in ("detect_s", "decide_s", "relaunch_s", "resume_s")]
+    assert None not in parts and incident["recover_s"] == pytest.approx(sum(parts), abs=0.01)
+    assert 0 < report["goodput"]["ettr"] < 1 and report["goodput"]["lost_s"] > 0
     assert run_cli("postmortem", str(tmp_path)).returncode == 2
 
 

@@ -24,6 +24,8 @@ from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.scan import MIN_WRAP_WIDTH, scan
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 from hotspare.record.ledger import LEDGER_NAME, Ledger
+from hotspare.record.plot import FORMATS as PLOT_FORMATS
+from hotspare.record.plot import draw
 from hotspare.record.postmortem import build_report, render
 from hotspare.record.quarantine import read_snapshot
 from hotspare.record.workflow_report import build_workflow_report, render_workflow
@@ -79,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                        "(its jobs, failed tries and quarantine)")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="FILE", help="also draw the run to FILE (.png or .svg; needs matplotlib)")
     p.set_defaults(func=_postmortem)
     p = sub.add_parser("demo", help="a failover end to end on an embedded local allocation")
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed at the end)")
@@ -401,6 +404,8 @@ def _snapshot(path: str | None) -> str | None:
 def _postmortem(args: argparse.Namespace) -> int:
     if not (Path(args.run_dir) / LEDGER_NAME).is_file():
         raise InputError(args.run_dir, "not a run directory (no ledger.sqlite)")
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
+        raise InputError(args.plot, f"a plot is written as {' or '.join(PLOT_FORMATS)}")
     ledger = Ledger.open(args.run_dir)
     try:
         # A workflow directory (the Parsl provider's, a Dask cluster's) records jobs, not attempts.
@@ -412,6 +417,11 @@ def _postmortem(args: argparse.Namespace) -> int:
         print(json.dumps(workflow.to_json() if workflow is not None else report.to_json() if report else {}))
     else:
         print(render_workflow(workflow) if workflow is not None else render(report) if report else "", end="")
+    if args.plot:
+        if report is None:
+            raise InputError(args.run_dir, "--plot draws a run directory; this is a workflow directory")
+        written = draw(report, args.plot)
+        print(f"plot written to {written}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

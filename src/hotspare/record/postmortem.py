@@ -219,7 +219,7 @@ def _goodput(spans: list[_Span], started: float, ended: float) -> Goodput:
         parts["productive"] += max(0.0, kept - first)
         parts["lost"] += max(0.0, last - kept)
         parts["detect"] += max(0.0, end - last)
-        if span.decided_s is not None and this.ended_s is not None:
+        if span.decided_s is not None and this.ended_s is not None and this.failure_class != "success":
             parts["decide"] += max(0.0, span.decided_s - this.ended_s)
             if nxt is not None:
                 parts["relaunch"] += max(0.0, nxt.started_s - span.decided_s)
