@@ -47,7 +47,7 @@ from hotspare.jobs import (
 )
 from hotspare.record.files import read_tail, write_atomic
 from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
-from hotspare.record.postmortem import Report, build_report
+from hotspare.record.postmortem import Goodput, Incident, Report, build_report
 from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, changed_snapshots, read_snapshot
 from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
 from hotspare.supervisor import RunConfig, Supervisor
@@ -75,10 +75,12 @@ __all__ = [
     "ExitStatus",
     "FailureClass",
     "Fault",
+    "Goodput",
     "History",
     "Host",
     "HostError",
     "HotspareError",
+    "Incident",
     "InputError",
     "JobEnd",
     "JobFacts",
