@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from hotspare.record.ledger import Ledger
+from hotspare.record.postmortem import build_report
 from hotspare.sim.trainer import fault_free_checksum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -112,6 +114,16 @@ def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float |
     # unmeasured moment, so it has no recovery figure.
     recovery = attempts[1][1] - t_fault if node_fault and len(attempts) > 1 and attempts[1][1] else None
     words = Path(attempts[-1][2]).read_text(errors="replace").split()
+    ledger = Ledger.open(run)
+    try:
+        incidents = build_report(ledger).incidents
+    finally:
+        ledger.close()
+    # Where the recovery went, by the ledger's clock: last progress -> attempt end -> decision -> next launch ->
+    # first progress (the goodput simulation takes detection and decision from here).
+    first = incidents[0] if incidents else None
+    phases = {k: getattr(first, k) if first else None
+              for k in ("detect_s", "decide_s", "relaunch_s", "resume_s", "recover_s", "lost_node_s")}
     return {
         "kind": kind, "victim": victim if node_fault else None, "rc": rc, "attempts": len(attempts),
         "evicted": sorted(evicted), "correct": evicted == expected and rc == 0,
@@ -119,6 +131,7 @@ def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float |
         "recovery_s": None if recovery is None else round(recovery, 2),
         "slurm_detect_s": None if detect is None else round(detect, 2),
         "checksum_ok": f"checksum={fault_free_checksum(STEPS)}" in words,
+        "ledger": phases,
     }
 
 
