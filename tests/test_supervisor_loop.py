@@ -198,3 +198,70 @@ def test_the_default_scheduler_query_goes_through_the_runner_and_its_failure_is_
     assert capsys.readouterr().err == (
         "hotspare: warning: cannot ask the scheduler (scontrol show node n1,n2,n3: scontrol: error: "
         "resolve_ctls_from_dns_srv: res_nsearch error: Unknown host); the scheduler watch is off until it answers\n")
+
+
+#: srun's own words when it cannot launch on a node (SLURM 22.05): n2 is named, but only as a suspect.
+LAUNCH_FAILED = (b"step=4 loss=1.0\nsrun: error: Task launch for StepId=7.0 failed on node n2: "
+                 b"Communication connection failure\nsrun: error: Application launch failed: Communication "
+                 b"connection failure\n")
+
+
+def test_a_suspect_that_fails_its_probe_is_swapped_with_both_signals_recorded(tmp_path: Path) -> None:
+    """The log names n2 only as a suspect: n2 (and one control host) are probed at once, n2 does not answer:
+    n2 out (probed); the lead stays in the evidence and the probe answer in the observations."""
+    runner = FakeRunner([Script(LAUNCH_FAILED, 1), Script(b"step=9\n", 0)], dead=frozenset({"n2"}))
+    code, ledger = supervise(tmp_path, runner)
+    decisions, evidence = ledger.decisions(), ledger.evidence(1)
+    probes = [o for o in ledger.observations(1) if o.kind == "probe"]
+    ledger.close()
+    assert code == EXIT_OK
+    assert runner.probed == [("n2", "n1")]  # the suspect and a control, not the whole allocation
+    assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "probed")
+    assert any(e.host == "n2" for e in evidence)
+    assert {(o.host, o.detail.split(":")[0]) for o in probes} == {("n2", "named as a suspect by the log"),
+                                                                  ("n1", "named as a suspect by the log")}
+
+
+def test_suspects_that_answer_are_untouched_network_in_place_then_93(tmp_path: Path) -> None:
+    """Every suspect answers: launch or control-plane trouble, not a node. No swap, no quarantine; retried in place
+    within the network budget, then exit 93 with the reason."""
+    runner = FakeRunner([Script(LAUNCH_FAILED, 1)] * 3)
+    code, ledger = supervise(tmp_path, runner)
+    attempts, decisions = ledger.attempts(), ledger.decisions()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert code == EXIT_RETRY_ELSEWHERE
+    assert {a.failure_class for a in attempts} == {"network"}
+    assert [d.action for d in decisions] == ["retry", "retry", "stop"] and entries == []
+    assert all(d.hosts == () for d in decisions) and "persisted" in decisions[-1].reason
+    assert set(nodelists(runner)) == {"--nodelist=n1,n2,n3"}
+
+
+def test_two_suspects_dead_together_are_both_swapped(tmp_path: Path) -> None:
+    """Two nodes lost at once (a rack): both fail their probes and both go; the probe decides, not the count."""
+    output = (b"step=4\nsrun: error: Task launch for StepId=7.0 failed on node n1: Socket timed out on send/recv "
+              b"operation\nsrun: error: Task launch for StepId=7.0 failed on node n3: Socket timed out on send/recv "
+              b"operation\n")
+    runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n3"}))
+    config = RunConfig(command=("train",), allocation=("n1", "n2", "n3", "n4", "n5"), nhosts=3, launcher="srun",
+                       budgets=Budgets(backoff_base_s=0, backoff_max_s=0))
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
+                     runner=runner)
+    assert sup.run() == EXIT_OK
+    ledger = Ledger.open(tmp_path / "run")
+    decisions = ledger.decisions()
+    ledger.close()
+    assert runner.probed == [("n1", "n3", "n2")]
+    assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n3"), "probed")
+
+
+def test_a_control_that_fails_beside_the_suspect_blames_nobody(tmp_path: Path) -> None:
+    """The suspect and the host nothing accused both fail the probe: the probe path is in doubt (a saturated
+    controller fails every launch), so no host is retired on it."""
+    runner = FakeRunner([Script(LAUNCH_FAILED, 1), Script(b"step=9\n", 0)], dead=frozenset({"n2", "n1"}))
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert code == EXIT_OK and entries == []
+    assert decisions[0].action == "retry" and decisions[0].hosts == ()

@@ -285,7 +285,7 @@ class Supervisor:
             ask = question(judgement, obs)
             if ask is None:
                 return judgement, obs
-            obs = observer.answer(ask, number, obs, pool, self.config.checkpoint_dir)
+            obs = observer.answer(ask, number, obs, pool, self.config.checkpoint_dir, decision=judgement.decision)
         raise AssertionError("unreachable: every question is answered once")
 
     # -- what a launch and a probe start with ------------------------------------

@@ -17,7 +17,8 @@ from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
 from hotspare.act.probe import ProbeResult
 from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
-from hotspare.decide.judge import Ask, Observations, no_host_answered, probe_why, unanswered
+from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why, unanswered
+from hotspare.decide.policy import Decision
 from hotspare.decide.pool import Pool
 from hotspare.evidence.scan import Scanner
 from hotspare.hosts import Host
@@ -39,6 +40,8 @@ def scheduler_warning(failure: QueryFailure) -> str:
             "the scheduler watch is off until it answers")
 
 
+#: The longest a probe of hosts the log named only as suspects may take (seconds; shorter if --probe-timeout is).
+SUSPECT_PROBE_S = 10.0
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
 #: Progress samples are at least this far apart at an attempt's start (seconds)...
@@ -120,9 +123,11 @@ class Observer:
 
         self.scheduler = replace(scheduler, on_failure=both)
 
-    def probe(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host]) -> tuple[ProbeResult, ...]:
+    def probe(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
+              timeout_s: float | None = None) -> tuple[ProbeResult, ...]:
         """Probe ``hosts`` (of the ``active`` ones); each answer noted, and a probe no host answered."""
-        results = tuple(self.runner.probe(hosts, self.how))
+        how = self.how if timeout_s is None else replace(self.how, timeout_s=timeout_s)
+        results = tuple(self.runner.probe(hosts, how))
         for res in results:
             self.note(number, "probe", res.host.name, f"{why}: {res.detail}")
         if no_host_answered([r.host for r in results if not r.ok], active):
@@ -148,9 +153,15 @@ class Observer:
             return ()
         return unanswered(self.probe(number, sick, "scheduler report", pool.active), pool.active)
 
-    def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None) -> Observations:
-        """``obs`` with the answer to ``ask``."""
+    def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None, *,
+               decision: Decision | None = None) -> Observations:
+        """``obs`` with the answer to ``ask`` (a PROBE ``decision`` may name the hosts to probe)."""
         if ask is Ask.PROBE:
+            if decision is not None and decision.probe:
+                # Suspects are probed at once with a short deadline: the lead and a failed probe are two signals.
+                probes = self.probe(number, decision.probe, PROBE_WHY_SUSPECT, pool.active,
+                                    timeout_s=min(self.how.timeout_s, SUSPECT_PROBE_S))
+                return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
             return replace(obs, probes=self.probe(number, pool.active, why, pool.active), probe_why=why)
         left = self.scheduler.walltime_left_s()

@@ -8,11 +8,13 @@ receives a runner and never imports subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +25,8 @@ from typing import BinaryIO
 READ_BYTES = 64 << 10
 #: Bytes of the end of the output kept in a result.
 TAIL_BYTES = 4096
+#: How long a timed-out short command's output is still read after its group got SIGKILL (seconds).
+AFTER_KILL_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +61,19 @@ def capture(argv: Sequence[str], *, timeout_s: float, env: Mapping[str, str] | N
         return Completed(tuple(argv), proc.returncode, out, err, False)
     except subprocess.TimeoutExpired:
         kill_group(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=AFTER_KILL_S)
+        except subprocess.TimeoutExpired:
+            # Something outside the group still holds the pipes (an srun's step on a frozen node): the answer
+            # is "no answer" now, whatever that process does; it is reaped in the background.
+            threading.Thread(target=_reap, args=(proc,), name="hotspare-reap", daemon=True).start()
+            return Completed(tuple(argv), None, "", "", True)
         return Completed(tuple(argv), proc.returncode, out, err, True)
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        proc.communicate()
 
 
 def kill_group(pid: int, sig: int) -> bool:

@@ -23,6 +23,8 @@ from hotspare.hosts import Host
 
 #: Why the active hosts are probed after an attempt that named none.
 PROBE_WHY_UNNAMED = "failure with no host named"
+#: Why hosts are probed that the log named only as suspects.
+PROBE_WHY_SUSPECT = "named as a suspect by the log"
 
 
 class Ask(enum.Enum):
@@ -45,6 +47,8 @@ class Observations:
     probes: tuple[ProbeResult, ...] | None = None
     #: Why they were probed (goes into the verdict's reason).
     probe_why: str = ""
+    #: The probed host nothing accused (see :attr:`Decision.probe_control`): if it failed too, nobody is blamed.
+    probe_control: Host | None = None
     #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
     scheduler_blamed: tuple[Host, ...] = ()
     #: Whether the walltime question was asked; its answers (None: unknown).
@@ -88,14 +92,18 @@ def probe_why(obs: Observations) -> str:
     return StopCause.IDLE.value if obs.stopped_by is StopCause.IDLE else PROBE_WHY_UNNAMED
 
 
-def unanswered(results: Sequence[ProbeResult], active: Sequence[Host]) -> tuple[Host, ...]:
-    """The probed hosts that did not answer, unless no active host at all did.
+def unanswered(results: Sequence[ProbeResult], active: Sequence[Host], *,
+               control: Host | None = None) -> tuple[Host, ...]:
+    """The probed hosts that did not answer, unless no active host at all did, or the ``control`` did not.
 
     When several hosts are asked and none answers, the probe itself is suspect (a launcher option it
-    lacks, a broken launcher, the controller gone), not every node at once: nobody is blamed. Retiring a
-    whole allocation of healthy nodes on such evidence is the worst outcome.
+    lacks, a broken launcher, the controller gone), not every node at once: nobody is blamed. The same
+    when a host nothing accused fails beside the accused ones. Retiring a whole allocation of healthy
+    nodes on such evidence is the worst outcome.
     """
     dead = tuple(r.host for r in results if not r.ok)
+    if control is not None and control in dead:
+        return ()
     return () if no_host_answered(dead, active) else dead
 
 
@@ -122,7 +130,7 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
     if obs.stopped_by is StopCause.SCHEDULER and obs.scheduler_blamed:
         verdict = blame(verdict, obs.scheduler_blamed, QuarantineReason.SCHEDULER,
                         "reported unhealthy by the scheduler while stalled, and failed a probe")
-    dead = unanswered(obs.probes, pool.active) if obs.probes is not None else ()
+    dead = unanswered(obs.probes, pool.active, control=obs.probe_control) if obs.probes is not None else ()
     if dead:
         verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why})")
     return verdict

@@ -105,6 +105,10 @@ class Decision:
     quarantine_reason: QuarantineReason | None = None
     delay_s: float = 0.0
     exit_code: int | None = None
+    #: For a PROBE: the hosts to probe (empty: every active host), and the one among them that nothing
+    #: accuses (a control: if it fails too, the probe path itself is in doubt and nobody is blamed on it).
+    probe: tuple[Host, ...] = ()
+    probe_control: Host | None = None
     #: The in-place budget an in-place retry spends: its own class for storage/network/preemption, ``UNKNOWN``
     #: for every failure that named no host (whatever its class).
     budget: FailureClass | None = None
@@ -143,17 +147,32 @@ def decide(
     if named:
         return _swap(named, _blame_reason(verdict, named), pool, delay)
     return _probe_suspects(verdict, pool, history) or (
-        _in_place(fclass, history, budgets, delay) if fclass in _IN_PLACE
+        _in_place(fclass, history, budgets, delay, label=_answered(verdict, pool, history)) if fclass in _IN_PLACE
         else _unattributed(fclass, pool, history, budgets, delay)
     )
 
 
+def _answered(verdict: Verdict, pool: Pool, history: History) -> str | None:
+    """How an in-place retry reads when the log's suspects were probed and answered (None: the plain class)."""
+    suspects = [h.name for h in pool.active if h in set(verdict.suspect_hosts)]
+    if not suspects or not history.probed:
+        return None
+    return (f"{verdict.failure_class.value}: {', '.join(suspects)} (named as suspect) answered a probe: launch or "
+            "control-plane trouble, not a node")
+
+
 def _probe_suspects(verdict: Verdict, pool: Pool, history: History) -> Decision | None:
-    """A host named by a lost connection is a lead: a failed probe makes it dead; if all answer, it is not."""
-    suspects = [h.name for h in verdict.suspect_hosts if h in pool.active]
+    """Hosts named only by a lost connection or a failed launch are leads, not evidence: probe them at once
+    (with one host nothing accuses beside them, as a control). A suspect that fails its probe is dead; when
+    every suspect answers, the failure is the launch or control plane's (in place, then 93)."""
+    suspects = tuple(h for h in pool.active if h in set(verdict.suspect_hosts))
     if not suspects or history.probed:
         return None
-    return Decision(Action.PROBE, f"{', '.join(suspects)} named only as suspect(s): probe the active hosts")
+    control = next((h for h in pool.active if h not in suspects), None)
+    names = ", ".join(h.name for h in suspects)
+    also = f" (and {control.name} as a control)" if control else ""
+    return Decision(Action.PROBE, f"{names} named only as suspect(s) by the log: probe{also}",
+                    probe=(*suspects, *([control] if control else [])), probe_control=control)
 
 
 _IN_PLACE = frozenset({FailureClass.TRANSIENT_IO, FailureClass.NETWORK, FailureClass.PREEMPTED})
@@ -198,7 +217,7 @@ def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: f
     what = label or fclass.value
     if used >= budgets.in_place_retries:
         code = EXIT_NO_RETRY if fclass is FailureClass.TRANSIENT_IO else EXIT_RETRY_ELSEWHERE
-        return Decision(Action.STOP, f"{what} persisted after {used} retries in place", exit_code=code)
+        return Decision(Action.STOP, f"{what}: persisted after {used} retries in place", exit_code=code)
     return Decision(Action.RETRY, f"{what}: retry in place ({used + 1}/{budgets.in_place_retries})",
                     delay_s=delay, budget=fclass)
 
