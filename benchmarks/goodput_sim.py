@@ -83,6 +83,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hotspare.supervisor import RunConfig
 
@@ -204,7 +205,8 @@ class Trace:
 
     ups: list[float] = field(default_factory=list)  # work-time between a (re)start and the next failure
     detection: float = 0.0
-    relaunch: float = 0.0
+    relaunch: float = 0.0  # restarts at cost R (and the part of one a failure cut short)
+    failed_launch: float = 0.0  # launches with a failed node still in them
     queue: float = 0.0
     failures: int = 0
     spares_spent: int = 0
@@ -222,7 +224,7 @@ class Trace:
         return self._up
 
     def wall(self) -> float:
-        return self.up + self.detection + self.relaunch + self.queue
+        return self.up + self.detection + self.relaunch + self.failed_launch + self.queue
 
     def segments(self, t: float, c: float) -> float:
         period = t + c
@@ -232,22 +234,33 @@ class Trace:
         return t * self.segments(t, c) / self.wall()
 
     def breakdown(self, t: float, c: float) -> dict[str, float]:
-        """Shares of wall time: useful, checkpoint, lost work, detection, relaunch, queue."""
+        """Shares of wall time: useful, checkpoint, lost work, detection, restart, failed launches, queue."""
         n, wall = self.segments(t, c), self.wall()
         return {"useful": n * t / wall, "checkpoint": n * c / wall, "lost_work": (self.up - n * (t + c)) / wall,
-                "detection": self.detection / wall, "relaunch": self.relaunch / wall, "queue": self.queue / wall}
+                "detection": self.detection / wall, "restart": self.relaunch / wall,
+                "failed_launch": self.failed_launch / wall, "queue": self.queue / wall}
 
 
 def pooled(traces: Sequence[Trace]) -> Trace:
     out = Trace(ups=[u for tr in traces for u in tr.ups])
-    for name in ("detection", "relaunch", "queue", "failures", "spares_spent", "allocations", "failed_launches",
+    for name in ("detection", "relaunch", "failed_launch", "queue", "failures", "spares_spent", "allocations", "failed_launches",
                  "innocents"):
         setattr(out, name, sum(getattr(tr, name) for tr in traces))
     return out
 
 
 # -- policies: each handles one failure and returns the spares left -----------------
-Handler = Callable[[str, int, int, Model, "Measured | None", Trace, random.Random], int]
+@dataclass
+class Run:
+    """What a policy sees while it handles a failure."""
+
+    model: Model
+    measured: Measured | None
+    trace: Trace
+    rng: random.Random
+
+
+Handler = Callable[[str, int, int, Run], int]
 
 
 def _take(spares: int, need: int, model: Model, trace: Trace) -> int:
@@ -260,8 +273,8 @@ def _take(spares: int, need: int, model: Model, trace: Trace) -> int:
     return model.spares
 
 
-def _hotspare(kind: str, k: int, spares: int, model: Model, measured: Measured | None, trace: Trace,
-              rng: random.Random) -> int:
+def _hotspare(kind: str, k: int, spares: int, run: Run) -> int:
+    model, measured, trace, rng = run.model, run.measured, run.trace, run.rng
     assert measured is not None
     need = 0
     trace.detection += measured.recovery_s
@@ -272,7 +285,7 @@ def _hotspare(kind: str, k: int, spares: int, model: Model, measured: Measured |
         need = k
         if rng.random() >= measured.recall:  # missed: one launch with the dead node, then the probe names it
             trace.failed_launches += 1
-            trace.relaunch += model.failed_launch_s
+            trace.failed_launch += model.failed_launch_s
             trace.detection += measured.probe_timeout_s
     if rng.random() >= measured.precision:  # an innocent node retired too
         trace.innocents += 1
@@ -280,19 +293,19 @@ def _hotspare(kind: str, k: int, spares: int, model: Model, measured: Measured |
     return _take(spares, need, model, trace)
 
 
-def _blind(kind: str, k: int, spares: int, model: Model, measured: Measured | None, trace: Trace,
-           rng: random.Random) -> int:
+def _blind(kind: str, k: int, spares: int, run: Run) -> int:
+    model, trace = run.model, run.trace
     if kind == "hang":
         trace.detection += model.watchdog_s
     if kind == "soft":
         return _take(spares, 1, model, trace)
     # The failed nodes sit at random places in the active list; each rotation evicts the head.
-    rotations = max(rng.sample(range(model.nodes), k)) + 1
+    rotations = max(run.rng.sample(range(model.nodes), k)) + 1
     used = min(rotations, spares)
     trace.spares_spent += used
     wasted = rotations - 1 if used == rotations else used  # every launch with a failed node left in it
     trace.failed_launches += wasted
-    trace.relaunch += wasted * model.failed_launch_s
+    trace.failed_launch += wasted * model.failed_launch_s
     if used == rotations:
         return spares - used
     trace.queue += model.queue_s
@@ -300,22 +313,19 @@ def _blind(kind: str, k: int, spares: int, model: Model, measured: Measured | No
     return model.spares
 
 
-def _requeue(kind: str, k: int, spares: int, model: Model, measured: Measured | None, trace: Trace,
-             rng: random.Random) -> int:
+def _requeue(kind: str, k: int, spares: int, run: Run) -> int:
     if kind == "hang":
-        trace.detection += model.watchdog_s
-    trace.queue += model.queue_s
-    trace.allocations += 1
+        run.trace.detection += run.model.watchdog_s
+    run.trace.queue += run.model.queue_s
+    run.trace.allocations += 1
     return spares
 
 
-def _oracle(kind: str, k: int, spares: int, model: Model, measured: Measured | None, trace: Trace,
-            rng: random.Random) -> int:
-    return _take(spares, 0 if kind == "soft" else k, model, trace)
+def _oracle(kind: str, k: int, spares: int, run: Run) -> int:
+    return _take(spares, 0 if kind == "soft" else k, run.model, run.trace)
 
 
-def _plain(kind: str, k: int, spares: int, model: Model, measured: Measured | None, trace: Trace,
-           rng: random.Random) -> int:
+def _plain(kind: str, k: int, spares: int, run: Run) -> int:
     return spares  # Daly's model: a failure costs the restart and the lost work, nothing else
 
 
@@ -342,6 +352,7 @@ def simulate(policy: str, model: Model, measured: Measured | None, failures: int
     handle = HANDLERS[policy]
     rate = 1.0 / model.job_mtbf_s
     trace = Trace()
+    run = Run(model, measured, trace, rng)
     spares = model.spares
     for _ in range(failures):  # each pass ends in exactly one failure
         first = rng.expovariate(rate)
@@ -352,7 +363,7 @@ def simulate(policy: str, model: Model, measured: Measured | None, failures: int
             trace.ups.append(rng.expovariate(rate))
         trace.failures += 1
         kind, k = draw_kind(model, rng)
-        spares = handle(kind, k, spares, model, measured, trace, rng)
+        spares = handle(kind, k, spares, run)
     return trace
 
 
@@ -458,7 +469,7 @@ def report(points: dict[tuple[str, int, float], dict[str, object]], scales: Sequ
         out += table(rows)
     top = max(scales)
     out.append(f"\nWhere the time goes at {top} GPUs, C = {headline_c:g} s (% of wall time)")
-    keys = ("useful", "checkpoint", "lost_work", "detection", "relaunch", "queue")
+    keys = ("useful", "checkpoint", "lost_work", "detection", "restart", "failed_launch", "queue")
     rows = [["policy", *keys, "spares/failure", "allocs/1000 failures", "failed launches/failure"]]
     for p in POLICIES:
         pt = points[p, top, headline_c]
@@ -507,6 +518,7 @@ def validate(failures: int, seed: int = 7) -> tuple[list[str], list[dict[str, fl
 # -- plots ------------------------------------------------------------------------------
 COLOURS = {"hotspare": "tab:blue", "oracle": "black", "blind": "tab:orange", "requeue": "tab:red"}
 MARKERS = {"hotspare": "o", "oracle": "s", "blind": "^", "requeue": "v"}
+STYLES = {"hotspare": "-", "oracle": "--", "blind": "-", "requeue": "-"}
 
 
 def plot(study: Study, points: dict[tuple[str, int, float], dict[str, object]], headline_c: float,
@@ -518,74 +530,115 @@ def plot(study: Study, points: dict[tuple[str, int, float], dict[str, object]], 
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     out.mkdir(parents=True, exist_ok=True)
-    scales = sorted(study.models)
-    top = scales[-1]
-    written = []
+    return [_plot_scale(plt, study, points, headline_c, out / "goodput_vs_scale.png"),
+            _plot_interval(plt, study, points, headline_c, out / "goodput_vs_interval.png"),
+            _plot_breakdown(plt, study, points, headline_c, out / "goodput_breakdown.png")]
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+
+Points = dict[tuple[str, int, float], dict[str, object]]
+
+
+def _plot_scale(plt: Any, study: Study, points: Points, headline_c: float, path: Path) -> Path:
+    scales = sorted(study.models)
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     for p in POLICIES:
         ys = [100 * points[p, g, headline_c]["ettr"] for g in scales]  # type: ignore[operator]
         es = [100 * points[p, g, headline_c]["ci95"] for g in scales]  # type: ignore[operator]
-        ax.errorbar(scales, ys, yerr=es, label=p, color=COLOURS[p], marker=MARKERS[p], capsize=3)
+        ax.errorbar(scales, ys, yerr=es, label=p, color=COLOURS[p], marker=MARKERS[p], capsize=3,
+                    linestyle=STYLES[p], markersize=7 if p == "hotspare" else 5, zorder=3 if p == "hotspare" else 2)
+        ax.annotate(f"{ys[-1]:.1f}", (scales[-1], ys[-1]), textcoords="offset points", fontsize=9, color=COLOURS[p],
+                    xytext=(8, -12 if p == "hotspare" else 4))
     ax.axhline(100 * GOAL_ETTR, color="grey", linestyle="--", linewidth=1)
-    ax.text(scales[0], 100 * GOAL_ETTR + 0.3, f"goal {GOAL_ETTR:.0%}", color="grey", fontsize=9)
+    ax.annotate(f"goal {GOAL_ETTR:.0%}", (scales[0], 100 * GOAL_ETTR), textcoords="offset points", xytext=(0, -13),
+                color="grey", fontsize=9)
     ax.plot([BYTEROBUST[0]], [100 * BYTEROBUST[1]], marker="*", markersize=12, color="tab:green", linestyle="none",
             label="ByteRobust, reported (9,600 GPUs)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(scales, [f"{g:,}" for g in scales])
-    ax.set_xlabel("GPUs in the job (8 per node)")
-    ax.set_ylabel("ETTR (%)")
-    ax.set_title(f"Effective training time vs scale (Llama 3 failure rate, C = {headline_c:g} s, best T each)")
+    ax.set_xlim(scales[0] / 1.3, scales[-1] * 1.6)
+    ax.set_xlabel("GPUs in the job (8 per node; log scale)")
+    ax.set_ylabel("ETTR (% of wall time training)")
+    ax.set_title(f"Effective training time ratio vs job size\nLlama 3 failure rate, C = {headline_c:g} s, each policy at "
+                 "its best checkpoint interval", fontsize=11)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower left", fontsize=9)
-    written.append(_save(fig, out / "goodput_vs_scale.png"))
+    return _save(plt, fig, path)
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+
+def _plot_interval(plt: Any, study: Study, points: Points, headline_c: float, path: Path) -> Path:
+    top = max(study.models)
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     m = study.models[top].job_mtbf_s
     ts = [young_s(headline_c, m) * 2 ** (i / 4) for i in range(-12, 17)]
     for p in POLICIES:
         whole = pooled(study.traces[p, top])
-        ax.plot(ts, [100 * whole.ettr(t, headline_c) for t in ts], label=p, color=COLOURS[p])
+        ax.plot(ts, [100 * whole.ettr(t, headline_c) for t in ts], label=p, color=COLOURS[p], linestyle=STYLES[p])
         best = points[p, top, headline_c]
         ax.plot([best["best_t_s"]], [100 * best["ettr"]], marker=MARKERS[p], color=COLOURS[p])  # type: ignore[operator]
-    ax.axvline(young_s(headline_c, m), color="grey", linestyle=":", label=f"Young sqrt(2CM) = {young_s(headline_c, m):.0f} s")
-    ax.axvline(daly_opt_s(headline_c, m), color="grey", linestyle="--",
+    ax.axvline(young_s(headline_c, m), color="grey", linestyle=":",
+               label=f"Young sqrt(2CM) = {young_s(headline_c, m):.0f} s")
+    ax.axvline(daly_opt_s(headline_c, m), color="grey", linestyle="-.",
                label=f"Daly optimum = {daly_opt_s(headline_c, m):.0f} s")
     ax.set_xscale("log")
-    ax.set_xlabel("checkpoint interval T (s of work between checkpoints, log scale)")
-    ax.set_ylabel("ETTR (%)")
-    ax.set_title(f"ETTR vs checkpoint interval at {top:,} GPUs (C = {headline_c:g} s, job MTBF {m / 3600:.1f} h)")
+    ax.set_xlabel("checkpoint interval T (seconds of work between checkpoints; log scale)")
+    ax.set_ylabel("ETTR (% of wall time training)")
+    ax.set_title(f"ETTR vs checkpoint interval at {top:,} GPUs\nC = {headline_c:g} s, job MTBF {m / 3600:.1f} h; "
+                 "markers: each policy's best T", fontsize=11)
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower center")
-    written.append(_save(fig, out / "goodput_vs_interval.png"))
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _save(plt, fig, path)
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+
+def _plot_breakdown(plt: Any, study: Study, points: Points, headline_c: float, path: Path) -> Path:
+    top = max(study.models)
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     parts = (("checkpoint", "checkpoint writes", "tab:purple"), ("lost_work", "lost work (since checkpoint)", "tab:olive"),
-             ("detection", "detection + decision", "tab:cyan"), ("relaunch", "relaunch (incl. failed launches)", "tab:brown"),
-             ("queue", "queue wait", "tab:red"))
+             ("detection", "detection + decision", "tab:cyan"), ("restart", "restart R", "tab:brown"),
+             ("failed_launch", "launches failing on a dead node", "tab:pink"), ("queue", "queue wait", "tab:red"))
     bottom = [0.0] * len(POLICIES)
     for key, label, colour in parts:
         vals = [100 * points[p, top, headline_c]["breakdown"][key] for p in POLICIES]  # type: ignore[index]
-        ax.bar(POLICIES, vals, bottom=bottom, label=label, color=colour)
+        ax.bar(POLICIES, vals, bottom=bottom, label=label, color=colour, width=0.6)
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     for i, total in enumerate(bottom):
-        ax.text(i, total + 0.2, f"{total:.1f} %", ha="center", fontsize=9)
-    ax.set_ylim(0, max(bottom) * 1.15)
+        ax.text(i, total + 0.3, f"{total:.1f} % lost", ha="center", fontsize=9)
+    ax.set_ylim(0, max(bottom) * 1.12)
     ax.set_ylabel("share of wall time not training (%)")
-    ax.set_title(f"Where the time goes at {top:,} GPUs (C = {headline_c:g} s, best T each)")
+    ax.set_title(f"Where the time goes at {top:,} GPUs\nC = {headline_c:g} s, each policy at its best checkpoint interval",
+                 fontsize=11)
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, axis="y", alpha=0.3)
-    written.append(_save(fig, out / "goodput_breakdown.png"))
-    return written
+    return _save(plt, fig, path)
 
 
-def _save(fig: object, path: Path) -> Path:
-    fig.tight_layout()  # type: ignore[attr-defined]
-    fig.savefig(path)  # type: ignore[attr-defined]
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    plt.close(fig)  # type: ignore[arg-type]
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
     return path
+
+
+def inputs(args: argparse.Namespace, study: Study, points: dict[tuple[str, int, float], dict[str, object]]) -> list[str]:
+    """What the run assumed and what it read, with where from."""
+    scales = sorted(study.models)
+    top, measured = scales[-1], study.measured
+    freeze = "none" if measured.freeze_recovery_s is None else f"{measured.freeze_recovery_s:.2f} s"
+    return [
+        "Inputs",
+        f"  job: {GPUS_PER_NODE} GPUs/node, per-node MTBF {args.node_mtbf_h / 24:.0f} days (Llama 3: "
+        f"{LLAMA3_INTERRUPTIONS} interruptions in {LLAMA3_DAYS} days on {LLAMA3_GPUS:,} GPUs); job MTBF "
+        + ", ".join(f"{g:,} GPUs {study.models[g].job_mtbf_s / 3600:.1f} h" for g in scales),
+        f"  R={args.restart_s:g} s  queue={args.queue_s:g} s  watchdog={args.watchdog_s:g} s  failed launch="
+        f"{args.failed_launch_s:g} s  spares={args.spare_share:.0%} ("
+        + ", ".join(f"{study.models[g].spares}" for g in scales)
+        + f")  non-node={args.non_node:.0%} hang={args.hang:.0%} correlated={args.correlated:.0%} of node faults",
+        f"  hotspare, read: recovery {measured.recovery_s:.2f} s (mean of {measured.runs} node-fault runs in "
+        f"{measured.campaign}; freeze runs {freeze}; campaign correct {measured.campaign_correct:.0%}), precision "
+        f"{measured.precision} recall {measured.recall} ({measured.attribution}), stall_s {measured.stall_s:g} "
+        f"probe_timeout_s {measured.probe_timeout_s:g} (RunConfig defaults)",
+        f"  {study.seeds} seeds x {study.failures} failures per policy and scale; "
+        f"{points['oracle', top, args.headline_c]['simulated_days']:.0f} simulated days at {top:,} GPUs",
+    ]
 
 
 # -- main --------------------------------------------------------------------------------
@@ -646,22 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = {(g, c) for g in scales for c in [*costs, args.headline_c]} | {(top, c) for c in sweep}
     points = {(p, g, c): study.point(p, g, c) for p in POLICIES for g, c in sorted(wanted)}
 
-    print("Inputs")
-    print(f"  job: {GPUS_PER_NODE} GPUs/node, per-node MTBF {args.node_mtbf_h / 24:.0f} days (Llama 3: "
-          f"{LLAMA3_INTERRUPTIONS} interruptions in {LLAMA3_DAYS} days on {LLAMA3_GPUS:,} GPUs); job MTBF "
-          + ", ".join(f"{g:,} GPUs {study.models[g].job_mtbf_s / 3600:.1f} h" for g in scales))
-    print(f"  R={args.restart_s:g} s  queue={args.queue_s:g} s  watchdog={args.watchdog_s:g} s  failed launch="
-          f"{args.failed_launch_s:g} s  spares={args.spare_share:.0%} (" + ", ".join(
-              f"{study.models[g].spares}" for g in scales) + f")  non-node={args.non_node:.0%} hang={args.hang:.0%} "
-          f"correlated={args.correlated:.0%} of node faults")
-    print(f"  hotspare, read: recovery {measured.recovery_s:.2f} s (mean of {measured.runs} node-fault runs in "
-          f"{measured.campaign}; freeze runs "
-          f"{'none' if measured.freeze_recovery_s is None else f'{measured.freeze_recovery_s:.2f} s'}; campaign correct "
-          f"{measured.campaign_correct:.0%}), precision {measured.precision} recall {measured.recall} "
-          f"({measured.attribution}), stall_s {measured.stall_s:g} probe_timeout_s {measured.probe_timeout_s:g} "
-          "(RunConfig defaults)")
-    print(f"  {args.seeds} seeds x {args.failures} failures per policy and scale; "
-          f"{points['oracle', top, args.headline_c]['simulated_days']:.0f} simulated days at {top:,} GPUs")
+    print("\n".join(inputs(args, study, points)))
     print("\n".join(report(points, scales, costs, args.headline_c, sweep)))
 
     if args.json:
