@@ -34,7 +34,7 @@ Assumptions (every one is a flag):
 
 * Failure rate (Llama 3 405B, "The Llama 3 Herd of Models", Meta 2024, section 3.3.4): 419 unexpected
   interruptions in 54 days on 16,384 GPUs (2,048 nodes) -> job MTBF 3.09 h, per-node MTBF = that x 2,048 =
-  263 days. The per-node MTBF is held fixed at every scale, and every kind of failure (software included)
+  264 days. The per-node MTBF is held fixed at every scale, and every kind of failure (software included)
   scales with the node count.
 * Kinds: non-node failures (software bugs, ENOSPC, NCCL timeouts without a bad node) 20 % of interruptions
   (the same table puts ~78 % on confirmed or suspected hardware); hangs (a node stalls without dying) 5 %: no
@@ -406,9 +406,10 @@ def best_interval(trace: Trace, c: float, m: float) -> tuple[float, float]:
     return best[1], best[0]
 
 
-def ci_half(values: Sequence[float]) -> float:
+def ci_half(values: Sequence[float]) -> float | None:
+    """Half-width of the 95 % confidence interval of the mean (Student t), None from one seed."""
     if len(values) < 2:
-        return float("nan")
+        return None
     return T_QUANTILE.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
 
 
@@ -455,6 +456,10 @@ def pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
+def _pm(ci: float | None) -> str:
+    return "" if ci is None else f"±{100 * ci:.2f}"
+
+
 def report(points: dict[tuple[str, int, float], dict[str, object]], scales: Sequence[int], costs: Sequence[float],
            headline_c: float, sweep: Sequence[float]) -> list[str]:
     out = []
@@ -462,7 +467,7 @@ def report(points: dict[tuple[str, int, float], dict[str, object]], scales: Sequ
         out.append(f"\nETTR % (95 % CI over seeds) at each policy's best checkpoint interval T (s), C = {c:g} s")
         rows = [["GPUs", *[f"{p} (T)" for p in POLICIES], "hotspare-oracle pp"]]
         for g in scales:
-            cells = [f"{pct(points[p, g, c]['ettr'])}±{100 * points[p, g, c]['ci95']:.2f} "  # type: ignore[operator]
+            cells = [f"{pct(points[p, g, c]['ettr'])}{_pm(points[p, g, c]['ci95'])} "  # type: ignore[arg-type]
                      f"({points[p, g, c]['best_t_s']:.0f})" for p in POLICIES]
             gap = 100 * (points["hotspare", g, c]["ettr"] - points["oracle", g, c]["ettr"])  # type: ignore[operator]
             rows.append([str(g), *cells, f"{gap:+.2f}"])
@@ -543,7 +548,7 @@ def _plot_scale(plt: Any, study: Study, points: Points, headline_c: float, path:
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     for p in POLICIES:
         ys = [100 * points[p, g, headline_c]["ettr"] for g in scales]  # type: ignore[operator]
-        es = [100 * points[p, g, headline_c]["ci95"] for g in scales]  # type: ignore[operator]
+        es = [100 * (points[p, g, headline_c]["ci95"] or 0.0) for g in scales]  # type: ignore[operator]
         ax.errorbar(scales, ys, yerr=es, label=p, color=COLOURS[p], marker=MARKERS[p], capsize=3,
                     linestyle=STYLES[p], markersize=7 if p == "hotspare" else 5, zorder=3 if p == "hotspare" else 2)
         ax.annotate(f"{ys[-1]:.1f}", (scales[-1], ys[-1]), textcoords="offset points", fontsize=9, color=COLOURS[p],
