@@ -14,12 +14,15 @@ from hotspare import (
     JobEnd,
     JobFacts,
     PatternSet,
+    ProbeResult,
     QuarantineReason,
+    confirm_suspects,
     judge_host_lost,
     judge_job,
     judge_task,
     lead_left,
     read_outputs,
+    suspects_to_probe,
 )
 from hotspare.act.scheduler import parse_scontrol_job
 
@@ -117,3 +120,32 @@ def test_judge_task(output: bytes, rc: int, fault: Fault, hosts: list[Host], pat
     """A failed try's output and exit status: node faults (with the hosts), user errors, the rest."""
     judged = judge_task(output, rc, patterns)
     assert (judged.fault, [h for h, _ in judged.keep_out]) == (fault, hosts), judged.reason
+
+
+#: A block whose srun could not launch on n2 (SLURM 22.05's words): n2 is a lead, not evidence.
+SUSPECT_END = JobEnd("9", N[:3], _facts("JobId=9 JobState=FAILED NodeList=n[1-3] ExitCode=1:0"), {},
+                     b"srun: error: Task launch for StepId=9.0 failed on node n2: Communication connection failure\n"
+                     b"srun: error: Application launch failed: Communication connection failure\n")
+
+
+def _answers(**ok: bool) -> list[ProbeResult]:
+    return [ProbeResult(Host(h), up, "answered" if up else "no answer within 10 s") for h, up in ok.items()]
+
+
+def test_a_suspect_is_kept_out_only_when_it_fails_its_probe(patterns: PatternSet) -> None:
+    """The workflow adapters' rule: the log's suspect is probed beside a control; kept out (probed) only if it fails,
+    left alone if it answers, and nobody is blamed when the control fails too."""
+    judged = judge_job(SUSPECT_END, patterns)
+    assert judged.keep_out == () and judged.verdict.suspect_hosts == (N[1],)
+    suspects, control = suspects_to_probe(judged, N[:3])
+    assert suspects == (N[1],) and control == N[0]
+    dead = confirm_suspects(judged, _answers(n2=False, n1=True), control)
+    assert dead.keep_out == ((N[1], QuarantineReason.PROBED),) and dead.node_lost
+    assert "did not answer a probe" in dead.verdict.reason
+    assert confirm_suspects(judged, _answers(n2=True, n1=True), control).keep_out == ()
+    assert confirm_suspects(judged, _answers(n2=False, n1=False), control).keep_out == ()
+
+
+def test_a_host_outside_the_job_is_never_probed_as_its_suspect(patterns: PatternSet) -> None:
+    judged = judge_job(SUSPECT_END, patterns)
+    assert suspects_to_probe(judged, [N[0], N[2]]) == ((), N[0])

@@ -44,9 +44,11 @@ from distributed.deploy.cluster import Cluster
 
 from hotspare import (
     SNAPSHOT_NAME,
+    SUSPECT_PROBE_S,
     Entry,
     Host,
     JobEnd,
+    JobJudgement,
     Ledger,
     PatternSet,
     Quarantine,
@@ -55,9 +57,12 @@ from hotspare import (
     SchedulerQuery,
     WorkflowRecord,
     changed_snapshots,
+    confirm_suspects,
     load_patterns,
+    probe_suspects_slurm,
     read_outputs,
     readmit_expired_slurm,
+    suspects_to_probe,
 )
 from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, run_dir_on_worker
@@ -282,9 +287,22 @@ class _Failover:
 
     async def _judge_and_replace(self, lost: LostWorker) -> None:
         end = await asyncio.to_thread(self._read_end, lost)  # scheduler commands and files: off the loop
-        judgement = judge_lost(end, self._patterns)
+        judgement = await asyncio.to_thread(self._confirm, judge_lost(end, self._patterns), end.hosts)
         budget = within_budget(self._replacements, time.monotonic(), self.max_submits, self.window_s)
         self._act(decide_replacement(str(lost.job), judgement, budget_left=budget))
+
+    def _confirm(self, judged: JobJudgement, hosts: tuple[Host, ...]) -> JobJudgement:
+        """Hosts the job's output named only as suspects are probed (SLURM), beside a control host: kept out only
+        if they fail it. Elsewhere no probe can be run from here, so a suspect is never kept out."""
+        suspects, control = suspects_to_probe(judged, hosts)
+        if not suspects or self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
+            return judged
+        probes = probe_suspects_slurm(suspects, control, self.run_dir / "probes",
+                                      timeout_s=min(self.probe_timeout_s, SUSPECT_PROBE_S))
+        for res in probes:
+            log.warning("hotspare: batch job %s: %s named as a suspect%s; probe: %s", judged.job_id, res.host.name,
+                        " (control)" if res.host == control else "", res.detail)
+        return confirm_suspects(judged, probes, control)
 
     def _read_end(self, lost: LostWorker) -> JobEnd:
         """What the scheduler and the job's log files say about the lost job, once the scheduler has concluded

@@ -8,7 +8,14 @@ from __future__ import annotations
 from hotspare.act.checkpoint import Checkpoint, find_latest
 from hotspare.act.gateway import ProcessRunner, Runner
 from hotspare.act.launchers import LauncherKind
-from hotspare.act.probe import ProbeResult, Readmission, probe_hosts, readmit_expired_slurm
+from hotspare.act.probe import (
+    SUSPECT_PROBE_S,
+    ProbeResult,
+    Readmission,
+    probe_hosts,
+    probe_suspects_slurm,
+    readmit_expired_slurm,
+)
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
 from hotspare.decide.policy import Action, Budgets, Decision, History, decide
@@ -39,11 +46,13 @@ from hotspare.jobs import (
     JobEnd,
     JobJudgement,
     TaskJudgement,
+    confirm_suspects,
     judge_host_lost,
     judge_job,
     judge_task,
     lead_left,
     read_outputs,
+    suspects_to_probe,
 )
 from hotspare.record.files import read_tail, write_atomic
 from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
@@ -61,6 +70,7 @@ __all__ = [
     "HOOK_EXIT",
     "HOOK_FAILED",
     "SNAPSHOT_NAME",
+    "SUSPECT_PROBE_S",
     "Action",
     "AllocationError",
     "AttemptRow",
@@ -118,6 +128,7 @@ __all__ = [
     "build_report",
     "changed_snapshots",
     "classify",
+    "confirm_suspects",
     "decide",
     "expand_hosts",
     "find_latest",
@@ -129,6 +140,7 @@ __all__ = [
     "parse_hostfile",
     "pin_pbs_hosts",
     "probe_hosts",
+    "probe_suspects_slurm",
     "read_hostfile",
     "read_outputs",
     "read_snapshot",
@@ -136,6 +148,7 @@ __all__ = [
     "readmit_expired_slurm",
     "resolve_allocation",
     "scan",
+    "suspects_to_probe",
     "unhealthy",
     "write_atomic",
 ]

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from hotspare.act.probe import ProbeResult
 from hotspare.act.scheduler import JobFacts, unhealthy
-from hotspare.decide.judge import blame
+from hotspare.decide.judge import blame, unanswered
 from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
 from hotspare.evidence.classify import SchedulerFacts, Verdict, classify
 from hotspare.evidence.patterns import PatternSet
@@ -95,6 +96,32 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
     if end.unread:
         verdict = replace(verdict, reason=f"{verdict.reason} (could not read: {'; '.join(end.unread)})")
     return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said, rc)
+
+
+def suspects_to_probe(judgement: JobJudgement, hosts: Sequence[Host]) -> tuple[tuple[Host, ...], Host | None]:
+    """The job's ``hosts`` its output named only as suspects (not already kept out), and a control: another of
+    them nothing accused (None if there is none). Probe them before believing the lead."""
+    out = {h for h, _ in judgement.keep_out}
+    suspects = tuple(h for h in judgement.verdict.suspect_hosts if h not in out and h in hosts)
+    accused = set(suspects) | out | set(judgement.verdict.blamed_hosts)
+    return suspects, next((h for h in hosts if h not in accused), None)
+
+
+def confirm_suspects(judgement: JobJudgement, probes: Sequence[ProbeResult], control: Host | None) -> JobJudgement:
+    """The judgement once its suspects were probed: a suspect that did not answer is kept out (reason ``probed``:
+    the lead and the failed probe are two signals); one that answered is left alone. If the ``control`` failed too,
+    the probe path is in doubt and nobody is blamed on it."""
+    suspects = set(judgement.verdict.suspect_hosts)
+    probed = [r for r in probes if r.host in suspects or r.host == control]
+    dead = tuple(h for h in unanswered(probed, [r.host for r in probed], control=control) if h in suspects)
+    if not dead:
+        return judgement
+    kept = judgement.verdict.exclude_hosts
+    verdict = blame(judgement.verdict, dead, QuarantineReason.PROBED,
+                    "named as a suspect by the job's output, and did not answer a probe")
+    if kept:
+        verdict = replace(verdict, exclude_hosts=(*kept, *dead), blamed=(*judgement.verdict.blamed, *verdict.blamed))
+    return replace(judgement, verdict=verdict, keep_out=keep_out(verdict))
 
 
 def judge_host_lost(job_id: str, hosts: Sequence[Host], why: str, *, state: str,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
-from hotspare.act.probe import ProbeResult
+from hotspare.act.probe import SUSPECT_PROBE_S, ProbeResult
 from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
 from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why, unanswered
 from hotspare.decide.policy import Decision
@@ -40,8 +40,6 @@ def scheduler_warning(failure: QueryFailure) -> str:
             "the scheduler watch is off until it answers")
 
 
-#: The longest a probe of hosts the log named only as suspects may take (seconds; shorter if --probe-timeout is).
-SUSPECT_PROBE_S = 10.0
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
 #: Progress samples are at least this far apart at an attempt's start (seconds)...

@@ -19,6 +19,9 @@ from hotspare.act.runner import Completed, capture
 from hotspare.hosts import Host
 from hotspare.record.quarantine import Quarantine
 
+#: The longest a probe of hosts a log named only as suspects may take (seconds; shorter if the probe timeout is).
+SUSPECT_PROBE_S = 10.0
+
 #: What the probe runs on each host: the job's Python, doing nothing.
 PROBE_COMMAND = (sys.executable, "-c", "pass")
 
@@ -101,3 +104,17 @@ def readmit_expired_slurm(quarantine: Quarantine, workdir: Path, *, timeout_s: f
                           extra_args=(immediate,), run=run)
     with guard:
         return [Readmission(r, quarantine.readmit(r.host, probe_passed=r.ok)) for r in results]
+
+
+def probe_suspects_slurm(suspects: Sequence[Host], control: Host | None, workdir: Path, *, timeout_s: float,
+                         run: Callable[[list[str], float], Completed] | None = None) -> list[ProbeResult]:
+    """Probe hosts a job's output named only as suspects, and ``control`` (a host of the same job nothing
+    accused) beside them: a one-task ``srun --immediate`` on each, its own tiny job, in parallel (SLURM).
+
+    For the workflow adapters, which judge a job after it ended: see :func:`hotspare.confirm_suspects`.
+    """
+    hosts = [*suspects, *([control] if control is not None and control not in suspects else [])]
+    if not hosts:
+        return []
+    immediate = f"--immediate={max(1, int(timeout_s / 2))}"
+    return probe_hosts(hosts, LauncherKind.SRUN, workdir, timeout_s=timeout_s, extra_args=(immediate,), run=run)
