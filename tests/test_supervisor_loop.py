@@ -218,8 +218,8 @@ def test_a_suspect_that_fails_its_probe_is_swapped_with_both_signals_recorded(tm
     assert runner.probed == [("n2", "n1")]  # the suspect and a control, not the whole allocation
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "probed")
     assert any(e.host == "n2" for e in evidence)
-    assert {(o.host, o.detail.split(":")[0]) for o in probes} == {("n2", "named as a suspect by the log"),
-                                                                  ("n1", "named as a suspect by the log")}
+    assert {(o.host, o.detail.split(":")[0]) for o in probes} == {
+        ("n2", "named as a suspect by the log"), ("n1", "named as a suspect by the log (control)")}
 
 
 def test_suspects_that_answer_are_untouched_network_in_place_then_93(tmp_path: Path) -> None:
@@ -265,3 +265,22 @@ def test_a_control_that_fails_beside_the_suspect_blames_nobody(tmp_path: Path) -
     ledger.close()
     assert code == EXIT_OK and entries == []
     assert decisions[0].action == "retry" and decisions[0].hosts == ()
+
+
+def test_every_active_host_a_suspect_and_dead_a_spare_is_the_control(tmp_path: Path) -> None:
+    """A rack lost together: both active hosts are named and both fail; the spare, probed as the control, answers,
+    so the probe path works and both are swapped (the probe decides, not the count)."""
+    output = (b"step=4\nsrun: error: Task launch for StepId=7.0 failed on node n1: Communication connection "
+              b"failure\nsrun: error: Task launch for StepId=7.0 failed on node n2: Communication connection failure\n")
+    runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n2"}))
+    config = RunConfig(command=("train",), allocation=("n1", "n2", "n3", "n4"), nhosts=2, launcher="srun",
+                       budgets=Budgets(backoff_base_s=0, backoff_max_s=0))
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
+                     runner=runner)
+    assert sup.run() == EXIT_OK
+    ledger = Ledger.open(tmp_path / "run")
+    decisions = ledger.decisions()
+    ledger.close()
+    assert runner.probed == [("n1", "n2", "n3")]
+    assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n2"), "probed")
+    assert nodelists(runner)[1] == "--nodelist=n3,n4"

@@ -122,13 +122,19 @@ class Observer:
         self.scheduler = replace(scheduler, on_failure=both)
 
     def probe(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
-              timeout_s: float | None = None) -> tuple[ProbeResult, ...]:
-        """Probe ``hosts`` (of the ``active`` ones); each answer noted, and a probe no host answered."""
+              timeout_s: float | None = None, control: Host | None = None) -> tuple[ProbeResult, ...]:
+        """Probe ``hosts`` (of the ``active`` ones, and a ``control``); each answer noted, and a probe no host
+        answered (see :func:`~hotspare.decide.judge.unanswered`)."""
         how = self.how if timeout_s is None else replace(self.how, timeout_s=timeout_s)
         results = tuple(self.runner.probe(hosts, how))
         for res in results:
-            self.note(number, "probe", res.host.name, f"{why}: {res.detail}")
-        if no_host_answered([r.host for r in results if not r.ok], active):
+            detail = f"{why}{' (control)' if res.host == control else ''}: {res.detail}"
+            self.note(number, "probe", res.host.name, detail)
+        failed = [r.host for r in results if not r.ok]
+        if control is not None and control in failed:
+            self.note(number, "probe", None, f"the control {control.name} did not answer either: the probe or "
+                      "launcher is suspect, so no host is blamed on it")
+        elif control is None and no_host_answered(failed, active):
             self.note(number, "probe", None,
                       "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
         return results
@@ -158,7 +164,8 @@ class Observer:
             if decision is not None and decision.probe:
                 # Suspects are probed at once with a short deadline: the lead and a failed probe are two signals.
                 probes = self.probe(number, decision.probe, PROBE_WHY_SUSPECT, pool.active,
-                                    timeout_s=min(self.how.timeout_s, SUSPECT_PROBE_S))
+                                    timeout_s=min(self.how.timeout_s, SUSPECT_PROBE_S),
+                                    control=decision.probe_control)
                 return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
             return replace(obs, probes=self.probe(number, pool.active, why, pool.active), probe_why=why)

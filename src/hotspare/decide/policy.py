@@ -168,7 +168,8 @@ def _probe_suspects(verdict: Verdict, pool: Pool, history: History) -> Decision 
     suspects = tuple(h for h in pool.active if h in set(verdict.suspect_hosts))
     if not suspects or history.probed:
         return None
-    control = next((h for h in pool.active if h not in suspects), None)
+    # The control: an active host nothing accuses, else a spare (every active host accused: a rack lost together).
+    control = next((h for h in (*pool.active, *pool.spare) if h not in suspects), None)
     names = ", ".join(h.name for h in suspects)
     also = f" (and {control.name} as a control)" if control else ""
     return Decision(Action.PROBE, f"{names} named only as suspect(s) by the log: probe{also}",
