@@ -99,8 +99,8 @@ def unanswered(results: Sequence[ProbeResult], active: Sequence[Host], *,
     When several hosts are asked and none answers, the probe itself is suspect (a launcher option it
     lacks, a broken launcher, the controller gone), not every node at once: nobody is blamed. With a
     ``control`` (a host nothing accused, probed beside the accused ones) its answer settles that instead:
-    if it answered, every silent host is dead, however many; if it did not, nobody is blamed. Retiring a whole allocation of healthy
-    nodes on such evidence is the worst outcome.
+    if it answered, every silent host is dead, however many; if it did not, nobody is blamed. Retiring a
+    whole allocation of healthy nodes on such evidence is the worst outcome.
     """
     dead = tuple(r.host for r in results if not r.ok)
     if control is not None:  # the control answered: the probe path works, so each silent host is dead
