@@ -72,6 +72,8 @@ class Outcome:
     exclude: frozenset[Host]
     retryable: bool
     reason: str
+    #: Hosts named only as leads (a lost connection, a failed launch): probed, never blamed on the log alone.
+    suspect: frozenset[Host] = frozenset()
 
     @property
     def class_ok(self) -> bool:
@@ -129,7 +131,7 @@ def judge(excerpt: Excerpt, patterns: PatternSet) -> Outcome:
     """Classify one excerpt as a new user would."""
     verdict = classify(scan(excerpt.text.encode("utf-8"), patterns), rc=excerpt.rc, allocation=excerpt.allocation)
     return Outcome(excerpt, verdict.failure_class.value, frozenset(verdict.blamed_hosts),
-                   frozenset(verdict.exclude_hosts), verdict.retryable, verdict.reason)
+                   frozenset(verdict.exclude_hosts), verdict.retryable, verdict.reason, frozenset(verdict.suspect_hosts))
 
 
 # What a log scraper does: every host-looking token on a line that says error/fail/kill.

@@ -63,3 +63,30 @@ def test_known_miss_is_safe_and_still_a_miss(excerpt, patterns: PatternSet) -> N
     assert not got.innocents, got.reason
     assert got.exclude <= excerpt.exclude, f"evicted {sorted(h.name for h in got.exclude - excerpt.exclude)}"
     assert not got.right, f"{excerpt.id} is now right: remove its known_miss ({excerpt.known_miss})"
+
+
+SUSPECT_EXCERPTS = [e for e in EXCERPTS if e.suspect and not e.known_miss]
+
+
+def test_every_kind_of_lead_is_in_the_table() -> None:
+    """Issue 13's kinds, each from the public record: ORTE/PRRTE lost daemons, SLURM task-launch failures, Hydra
+    proxy connection failures, gloo/NCCL connection resets naming a peer's address."""
+    kinds = {
+        "openmpi": lambda t: "lost communication" in t or "daemon" in t,
+        "slurm": lambda t: "Task launch" in t,
+        "hydra": lambda t: "unable to connect" in t,
+        "nccl": lambda t: "connection" in t.lower(),
+        "gloo": lambda t: "peer" in t,
+    }
+    found = {family for family, has in kinds.items()
+             if any(e.family == family and has(e.text) for e in SUSPECT_EXCERPTS)}
+    assert found == set(kinds), sorted(set(kinds) - found)
+
+
+@pytest.mark.parametrize("excerpt", SUSPECT_EXCERPTS, ids=lambda e: e.id)
+def test_a_lead_gives_a_suspect_never_blame(excerpt, patterns: PatternSet) -> None:  # type: ignore[no-untyped-def]
+    """A host a line names without proof (a lost connection, a failed launch, a peer's view) is reported as a
+    suspect, and neither blamed nor evicted on the log's word."""
+    got = attribution.judge(excerpt, patterns)
+    assert excerpt.suspect <= got.suspect, f"not suspects: {sorted(h.name for h in excerpt.suspect - got.suspect)}"
+    assert not (got.blamed | got.exclude) & excerpt.suspect, got.reason
