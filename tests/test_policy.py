@@ -166,3 +166,21 @@ def test_suspects_are_probed_before_anything_is_decided() -> None:
     assert decide(v, POOL, History(), Budgets()).action is Action.PROBE
     after = decide(v, POOL, History(probed=True), Budgets())
     assert after.action is Action.RETRY and after.swap_out == ()
+
+
+def test_a_swap_onto_a_spare_starts_at_once_retries_back_off() -> None:
+    """Backoff is for retries on the same hosts; a swap (whatever attempt it is) waits for nothing (issue 14)."""
+    swap = decide(verdict(FailureClass.NODE_LOSS, (H[1],)), POOL, History(attempts=3), B)
+    assert swap.action is Action.SWAP and swap.delay_s == 0.0
+    retry = decide(verdict(FailureClass.TRANSIENT_IO), POOL, History(attempts=3), B)
+    assert retry.action is Action.RETRY and retry.delay_s == backoff_s(3, B, 0.0) > 0
+
+
+def test_suspect_probe_names_the_suspects_and_a_control() -> None:
+    """Only the suspects and one host nothing accuses are probed; with every active host accused, a spare."""
+    v = replace(verdict(FailureClass.NETWORK), suspect_hosts=(H[1],))
+    d = decide(v, POOL, History(), B)
+    assert d.probe == (H[1], H[0]) and d.probe_control == H[0]
+    every = replace(verdict(FailureClass.NETWORK), suspect_hosts=tuple(H[:3]))
+    d = decide(every, POOL, History(), B)
+    assert d.probe == (*H[:3], H[3]) and d.probe_control == H[3]

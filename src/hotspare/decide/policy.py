@@ -145,7 +145,7 @@ def decide(
     delay = backoff_s(history.attempts, budgets, unit)
     named = tuple(h for h in verdict.exclude_hosts if h in pool.active)
     if named:
-        return _swap(named, _blame_reason(verdict, named), pool, delay)
+        return _swap(named, _blame_reason(verdict, named), pool)
     return _probe_suspects(verdict, pool, history) or (
         _in_place(fclass, history, budgets, delay, label=_answered(verdict, pool, history)) if fclass in _IN_PLACE
         else _unattributed(fclass, pool, history, budgets, delay)
@@ -203,12 +203,14 @@ def _blame_reason(verdict: Verdict, named: tuple[Host, ...]) -> QuarantineReason
     return sorted(reasons)[0]
 
 
-def _swap(bad: tuple[Host, ...], why: QuarantineReason, pool: Pool, delay: float) -> Decision:
+def _swap(bad: tuple[Host, ...], why: QuarantineReason, pool: Pool) -> Decision:
+    """Swap ``bad`` for spares at once: backoff is for retries on the same hosts (a spare is a different host,
+    and the job's allocation is idle while it waits)."""
     names = ", ".join(h.name for h in bad)
     if len(bad) > len(pool.spare):
         return Decision(Action.STOP, f"{names} failed ({why}) and only {len(pool.spare)} spare(s) left",
                         swap_out=bad, quarantine_reason=why, exit_code=EXIT_RETRY_ELSEWHERE)
-    return Decision(Action.SWAP, f"{names} out ({why})", swap_out=bad, quarantine_reason=why, delay_s=delay)
+    return Decision(Action.SWAP, f"{names} out ({why})", swap_out=bad, quarantine_reason=why)
 
 
 def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: float, *,
@@ -228,7 +230,7 @@ def _unattributed(
 ) -> Decision:
     struck = _struck(pool, history, budgets)
     if struck:
-        return _swap(struck, QuarantineReason.STRIKES, pool, delay)
+        return _swap(struck, QuarantineReason.STRIKES, pool)
     if not history.probed:
         return Decision(Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
     if history.unattributed > 0 and budgets.blind_rotation and pool.spare:
