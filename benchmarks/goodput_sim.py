@@ -49,9 +49,10 @@ Assumptions (every one is a flag):
   no walltime limit otherwise. Queue wait 30 min.
 * hotspare detection + decision = the mean recovery_s of the campaign's node-fault runs (crash, rankkill):
   fault -> first progress of the next attempt on a 4-node bed, so it includes a small bed relaunch, and R is
-  paid on top (conservative). Its hang detection adds stall_s + probe_timeout_s; it assumes the scheduler
-  reports a frozen node within the stall (the bed's SlurmdTimeout is 10 s; SLURM's default is 300 s: see
-  --scheduler-hang-s). A wasted launch (a dead node still in the list) fails after 60 s.
+  paid on top (conservative). Its hang detection is the mean recovery of the campaign's freeze runs (frozen
+  node -> first progress after), else the stall rule's own bound (the start-up stall threshold, two short
+  probes and the re-check between them, read from hotspare.act.observe); --scheduler-hang-s adds to it. A
+  wasted launch (a dead node still in the list) fails after 60 s.
 * blind and requeue react to a crash or a software failure the moment the job exits (no detection time, which
   flatters them); a hang costs them the watchdog, 10 min (the order of the NCCL/torch collective timeouts). A
   hung node left in the list makes the next launch fail like a dead one (also flattering).
@@ -85,6 +86,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hotspare.act.observe import STALL_PROBE_S, STALL_RECHECK_S, STALL_STARTUP_S
 from hotspare.supervisor import RunConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +125,8 @@ class Measured:
     campaign_correct: float
     precision: float
     recall: float
-    stall_s: float
+    #: Hang (frozen node) -> first progress after: the campaign's freeze runs, else the stall rule's own bound.
+    hang_s: float
     probe_timeout_s: float
     campaign: str
     attribution: str
@@ -162,7 +165,8 @@ def load_measured(campaign: Path, attribution: Path) -> Measured:
         freeze_recovery_s=statistics.fmean(freeze) if freeze else None,
         campaign_correct=sum(bool(r.get("correct")) for r in runs) / len(runs),
         precision=float(figures["precision"]), recall=float(figures["recall"]),
-        stall_s=float(defaults["stall_s"]), probe_timeout_s=float(defaults["probe_timeout_s"]),  # type: ignore[arg-type]
+        hang_s=statistics.fmean(freeze) if freeze else STALL_STARTUP_S + 2 * STALL_PROBE_S + STALL_RECHECK_S,
+        probe_timeout_s=float(defaults["probe_timeout_s"]),  # type: ignore[arg-type]
         campaign=str(campaign), attribution=str(attribution),
     )
 
@@ -277,9 +281,8 @@ def _hotspare(kind: str, k: int, spares: int, run: Run) -> int:
     model, measured, trace, rng = run.model, run.measured, run.trace, run.rng
     assert measured is not None
     need = 0
-    trace.detection += measured.recovery_s
+    trace.detection += measured.hang_s + model.scheduler_hang_s if kind == "hang" else measured.recovery_s
     if kind == "hang":
-        trace.detection += measured.stall_s + model.scheduler_hang_s + measured.probe_timeout_s
         need = 1
     elif kind == "node":
         need = k
@@ -639,8 +642,8 @@ def inputs(args: argparse.Namespace, study: Study, points: dict[tuple[str, int, 
         + f")  non-node={args.non_node:.0%} hang={args.hang:.0%} correlated={args.correlated:.0%} of node faults",
         f"  hotspare, read: recovery {measured.recovery_s:.2f} s (mean of {measured.runs} node-fault runs in "
         f"{measured.campaign}; freeze runs {freeze}; campaign correct {measured.campaign_correct:.0%}), precision "
-        f"{measured.precision} recall {measured.recall} ({measured.attribution}), stall_s {measured.stall_s:g} "
-        f"probe_timeout_s {measured.probe_timeout_s:g} (RunConfig defaults)",
+        f"{measured.precision} recall {measured.recall} ({measured.attribution}), hang {measured.hang_s:.2f} s, "
+        f"probe_timeout_s {measured.probe_timeout_s:g} (RunConfig default)",
         f"  {study.seeds} seeds x {study.failures} failures per policy and scale; "
         f"{points['oracle', top, args.headline_c]['simulated_days']:.0f} simulated days at {top:,} GPUs",
     ]

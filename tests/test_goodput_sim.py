@@ -105,8 +105,8 @@ def test_figures_are_read_not_typed_in(tmp_path: Path) -> None:
     assert measured.recovery_s == pytest.approx(12.0)  # mean of the crash and rankkill runs; freeze apart
     assert measured.freeze_recovery_s == pytest.approx(14.0)
     assert (measured.precision, measured.recall) == (0.9, 0.8)
-    defaults = sim.run_config_defaults()
-    assert (measured.stall_s, measured.probe_timeout_s) == (defaults["stall_s"], defaults["probe_timeout_s"])
+    assert measured.hang_s == pytest.approx(14.0)  # a hang costs what the campaign's freeze runs took
+    assert measured.probe_timeout_s == sim.run_config_defaults()["probe_timeout_s"]
     model = sim.Model(gpus=16_384)
 
     def ettr(m):  # type: ignore[no-untyped-def]

@@ -188,7 +188,7 @@ def test_the_default_scheduler_query_goes_through_the_runner_and_its_failure_is_
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     failing = Completed((), 1, "", "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
                         "scontrol: fatal: Could not establish a configuration source\n", False)
-    runner = FakeRunner([Script(b"step=1\n", 0, polls=12)], answer=failing)
+    runner = FakeRunner([Script(b"step=1\n", 0, polls=22)], answer=failing)
     code, ledger = supervise(tmp_path, runner, scheduler=None)
     errors = [o for o in ledger.observations() if o.kind == "scheduler-error"]
     ledger.close()

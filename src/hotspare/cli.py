@@ -128,10 +128,11 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds without output before a hang")
     p.add_argument("--probe-timeout", type=float, default=30.0,
                    help="seconds a probe of one host may take; one that has not answered by then failed")
-    p.add_argument("--stall", type=float, default=3.0,
-                   help="seconds without output before the scheduler is asked about the active nodes")
+    p.add_argument("--stall", type=float, default=None,
+                   help="seconds without output before the active hosts are probed and the scheduler asked, both at "
+                   "once (default: learned per attempt, 5x the median gap between progress lines, at least 2 s)")
     p.add_argument("--scheduler-poll", type=float, default=5.0,
-                   help="seconds between scheduler queries while output is stalled")
+                   help="seconds between looks (probe + scheduler) while output stays stalled")
     p.add_argument("--max-attempts", type=int, default=10, help="attempts in all, whatever their cause (then exit 3)")
     p.add_argument("--retries", type=int, default=2,
                    help="in-place retries for storage/network trouble and preemption, and for failures that name no "

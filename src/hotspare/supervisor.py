@@ -28,7 +28,7 @@ from hotspare.act.checkpoint import Checkpoint, find_latest, written_since
 from hotspare.act.claims import SpareClaims
 from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
 from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
-from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch
+from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import SchedulerQuery
 from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
@@ -38,6 +38,7 @@ from hotspare.errors import EXIT_INTERRUPTED
 from hotspare.evidence.patterns import PatternSet, load_patterns
 from hotspare.evidence.records import ScanResult
 from hotspare.evidence.scan import Scanner
+from hotspare.failures import QuarantineReason
 from hotspare.hosts import Host
 from hotspare.record.ledger import CHECKPOINT, PROGRESS, Ledger
 from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
@@ -64,9 +65,10 @@ class RunConfig:
     #: How often the scheduler is asked about the active nodes while output has stalled (the first time at
     #: once). Each ask is one ``scontrol show node``/``pbsnodes`` call for the active nodes.
     scheduler_poll_s: float = 5.0
-    #: Silence after which the scheduler is asked about the active nodes; a node it calls unhealthy is then
-    #: probed. Low is cheap: nothing is ended on the scheduler's word or on silence alone.
-    stall_s: float = 3.0
+    #: Silence after which the active hosts are probed and the scheduler asked about them, both at once (None:
+    #: learned per attempt, 5x the median gap between progress lines, at least 2 s; 10 s until a few progress
+    #: lines came). Nothing is ended on silence, one probe or the scheduler's word alone: it takes two signals.
+    stall_s: float | None = None
     quarantine_ttl_s: float | None = None
     #: A directory shared with other runs holding the same spares (see :mod:`hotspare.act.claims`).
     spare_claims: str | None = None
@@ -81,7 +83,7 @@ class RunConfig:
             raise ValueError("no command to launch")
         if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:
             raise ValueError("idle_timeout_s and probe_timeout_s must be > 0, grace_s >= 0")
-        if self.stall_s <= 0 or self.scheduler_poll_s <= 0:
+        if (self.stall_s is not None and self.stall_s <= 0) or self.scheduler_poll_s <= 0:
             raise ValueError("stall_s and scheduler_poll_s must be > 0")
         if self.launcher_cmd is not None and (not self.launcher_cmd or self.launcher_cmd != self.launcher_cmd.strip()):
             raise ValueError(f"launcher_cmd {self.launcher_cmd!r} is empty or padded: give a command name or path")
@@ -218,7 +220,8 @@ class Supervisor:
         self._watch(running, watch, (actor, observer), number, pool)
         outcome = running.finish()
         return Observations(outcome.rc, outcome.stopped_by, _before(watch.scanner.close(), watch.stop_line),
-                            scheduler_blamed=watch.scheduler_blamed, checkpoint=_mark(self._checkpoint()))
+                            scheduler_blamed=watch.scheduler_blamed, stall_why=watch.stall_why,
+                            stall_reason=watch.stall_reason, checkpoint=_mark(self._checkpoint()))
 
     def _spec(self, number: int, pool: Pool, ckpt: Checkpoint | None) -> LaunchSpec:
         hostfile = self.run_dir / f"attempt-{number}.hosts"
@@ -262,18 +265,27 @@ class Supervisor:
         actor.timeline(number, rows)
 
     def _stop_cause(self, watch: Watch, observer: Observer, number: int, pool: Pool) -> StopCause | None:
-        """Why the running attempt must be ended now, if it must (asking the scheduler during a stall)."""
+        """Why the running attempt must be ended now, if it must. When output has stalled (the threshold is
+        learned from the step cadence unless ``stall_s`` fixes it), the active hosts are probed and the scheduler
+        asked at once, without waiting for the scheduler to notice: a host with two independent signals of
+        death ends the attempt (see :meth:`Observer.stalled`)."""
         if self._stop_requested:
             return StopCause.INTERRUPTED
         now = self.clock()
         silent_s = now - watch.last_output_s
         if silent_s > self.config.idle_timeout_s:
             return StopCause.IDLE
-        if silent_s <= self.config.stall_s or not watch.due(now, self.config.scheduler_poll_s):
+        if silent_s <= watch.stall_s(self.config.stall_s) or not watch.due(now, self.config.scheduler_poll_s):
             return None
-        watch.last_asked_s = now
-        watch.scheduler_blamed = observer.scheduler_dead(number, pool)
-        return StopCause.SCHEDULER if watch.scheduler_blamed else None
+        dead = observer.stalled(number, pool, watch.stall_signals)
+        watch.looked(self.clock(), self.config.scheduler_poll_s)
+        if not dead:
+            return None
+        watch.scheduler_blamed = dead
+        watch.stall_why = "; ".join(f"{h.name} {stall_why(watch.stall_signals[h])}" for h in dead)
+        watch.stall_reason = (QuarantineReason.SCHEDULER if any("scheduler" in watch.stall_signals[h] for h in dead)
+                              else QuarantineReason.PROBED)
+        return StopCause.SCHEDULER
 
     # -- judging -------------------------------------------------------------------
     def _judge(self, observer: Observer, number: int, obs: Observations, pool: Pool,

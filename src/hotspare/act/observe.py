@@ -8,8 +8,10 @@ otherwise a wrong ``SLURM_CONF`` would switch the scheduler watch off without a 
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_
 from hotspare.decide.policy import Decision
 from hotspare.decide.pool import Pool
 from hotspare.evidence.scan import Scanner
+from hotspare.failures import QuarantineReason
 from hotspare.hosts import Host
 
 #: Records one observation: (attempt, kind, host or None, detail).
@@ -42,6 +45,18 @@ def scheduler_warning(failure: QueryFailure) -> str:
 
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
+#: The longest a probe made while output stalls may take (seconds; shorter if the probe timeout is).
+STALL_PROBE_S = 4.0
+#: After a stall probe found a silent host, the next look comes this soon (seconds), not a scheduler poll later.
+STALL_RECHECK_S = 1.0
+#: A learned stall threshold is this many times the median gap between progress lines...
+STALL_FACTOR = 5.0
+#: ...and never below this (seconds).
+STALL_FLOOR_S = 2.0
+#: Until a few progress lines have come (a job starting up, loading its checkpoint), the threshold is this.
+STALL_STARTUP_S = 10.0
+#: Progress gaps kept for the learned threshold (the most recent ones).
+STALL_GAPS = 32
 #: Progress samples are at least this far apart at an attempt's start (seconds)...
 SAMPLE_MIN_S = 0.2
 #: ...and at least this share of the attempt's age later on: a week-long attempt keeps ~1,100 samples.
@@ -63,10 +78,20 @@ class Watch:
     last_asked_s: float | None = None
     #: Lines seen when the supervisor itself ended the attempt: what follows is teardown it caused.
     stop_line: int | None = None
-    #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
+    #: Hosts that gave two independent signals of death while output stalled, how, and the quarantine reason.
     scheduler_blamed: tuple[Host, ...] = ()
+    stall_why: str = ""
+    stall_reason: QuarantineReason = QuarantineReason.SCHEDULER
     #: Progress samples (wall time, step) not yet recorded; see :meth:`take_samples`.
     samples: list[tuple[float, int | None]] = field(default_factory=list)
+    #: Signals of death per active host seen during the current stall ("probe", "scheduler"); cleared when
+    #: progress resumes.
+    stall_signals: dict[Host, list[str]] = field(default_factory=dict)
+    #: Monotonic gaps between successive progress lines (the most recent :data:`STALL_GAPS`).
+    progress_gaps: list[float] = field(default_factory=list)
+    _progress_mono_s: float | None = None
+    #: When (monotonic) the stall is next looked at.
+    next_look_s: float | None = None
     #: The newest checkpoint this attempt wrote (step, write time) and when (monotonic) it was last looked for.
     checkpoint_seen: tuple[int, float] | None = None
     checkpoint_polled_s: float = float("-inf")
@@ -82,6 +107,11 @@ class Watch:
             return
         self._progress_line = progress.last_line
         self.last_progress_s, self.last_step = wall_s, progress.last_step
+        if self._progress_mono_s is not None:
+            self.progress_gaps = [*self.progress_gaps[-(STALL_GAPS - 1):], now_s - self._progress_mono_s]
+        self._progress_mono_s = now_s
+        self.stall_signals.clear()
+        self.next_look_s = None
         if self.first_progress_s is None:
             self.first_progress_s = wall_s
         gap = max(SAMPLE_MIN_S, SAMPLE_SHARE * (wall_s - self.started_wall_s))
@@ -97,9 +127,23 @@ class Watch:
         taken, self.samples = self.samples, []
         return taken
 
+    def stall_s(self, fixed: float | None) -> float:
+        """Silence that counts as a stall: ``fixed`` if given, else learned from this attempt's step cadence."""
+        if fixed is not None:
+            return fixed
+        if len(self.progress_gaps) < 3:
+            return STALL_STARTUP_S
+        return max(STALL_FLOOR_S, STALL_FACTOR * statistics.median(self.progress_gaps))
+
     def due(self, now_s: float, poll_s: float) -> bool:
-        """Whether the scheduler may be asked again (at most every ``poll_s``, the first time at once)."""
-        return self.last_asked_s is None or now_s - self.last_asked_s >= poll_s
+        """Whether the stalled attempt may be looked at again: at once the first time, then every ``poll_s``, or
+        :data:`STALL_RECHECK_S` after a look that found a silent host."""
+        return self.next_look_s is None or now_s >= self.next_look_s
+
+    def looked(self, now_s: float, poll_s: float) -> None:
+        """A stall look was made at ``now_s``; the next comes sooner while some host has one signal."""
+        self.last_asked_s = now_s
+        self.next_look_s = now_s + (STALL_RECHECK_S if self.stall_signals else poll_s)
 
 
 class Observer:
@@ -143,19 +187,36 @@ class Observer:
         """Probe quarantined hosts whose time is up (noted by the caller, which readmits them)."""
         return self.runner.probe(hosts, self.how)
 
-    def scheduler_dead(self, number: int, pool: Pool) -> tuple[Host, ...]:
-        """Active hosts the scheduler calls unhealthy and that then fail a probe.
+    def stalled(self, number: int, pool: Pool, signals: dict[Host, list[str]]) -> tuple[Host, ...]:
+        """Output stalled: probe the active hosts (short deadline) and ask the scheduler about them, both at once.
 
-        Never the scheduler's word alone: SLURM marks a node NOT_RESPONDING ~8 s before srun gives up.
+        Each failed probe and each scheduler report of an unhealthy node is a signal, noted with its time and
+        added to ``signals`` (kept by the caller until output resumes). Returns the hosts with two independent
+        signals: two failed probes, or a failed probe and the scheduler's report. One signal never evicts: a
+        slow node misses one probe, and SLURM calls a node NOT_RESPONDING while its tasks still run. When every
+        active host fails the probe at once, the probe path is in doubt (the controller is down, the launcher
+        is broken): none of those failures counts.
         """
-        states = self.scheduler.node_states(pool.active)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-stall") as pool_exec:
+            asked = pool_exec.submit(self.scheduler.node_states, pool.active)
+            results = self.runner.probe(pool.active, replace(self.how, timeout_s=min(self.how.timeout_s,
+                                                                                     STALL_PROBE_S)))
+            states = asked.result()
         self.failures(number)
-        sick = [h for h in pool.active if h in states and unhealthy(states[h])]
-        for host in sick:
-            self.note(number, "scheduler", host.name, "reported unhealthy while output stalled")
-        if not sick:
-            return ()
-        return unanswered(self.probe(number, sick, "scheduler report", pool.active), pool.active)
+        failed = [r for r in results if not r.ok]
+        if failed and no_host_answered([r.host for r in failed], pool.active):
+            self.note(number, "probe", None, "stall: no active host answered the probe: the probe or launcher is "
+                      "suspect, so none of these failures counts")
+            failed = []
+        for res in failed:
+            self.note(number, "probe", res.host.name, f"output stalled: {res.detail}")
+            signals.setdefault(res.host, []).append("probe")
+        for host in pool.active:
+            if host in states and unhealthy(states[host]):
+                self.note(number, "scheduler", host.name, f"reported {states[host]} while output stalled")
+                if "scheduler" not in signals.get(host, []):
+                    signals.setdefault(host, []).append("scheduler")
+        return tuple(h for h in pool.active if _two_signals(signals.get(h, [])))
 
     def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None, *,
                decision: Decision | None = None) -> Observations:
@@ -183,6 +244,19 @@ class Observer:
         if failed and not self._warned:
             self._warned = True
             self.warn(scheduler_warning(failed[0]))
+
+
+def _two_signals(seen: Sequence[str]) -> bool:
+    """Two failed probes, or a failed probe and the scheduler's report (the scheduler's word alone: never)."""
+    probes = seen.count("probe")
+    return probes >= 2 or (probes >= 1 and "scheduler" in seen)
+
+
+def stall_why(seen: Sequence[str]) -> str:
+    """How a host's two signals read in the verdict."""
+    if "scheduler" in seen:
+        return "failed a probe while output stalled, and the scheduler reports it unhealthy"
+    return "failed two probes while output stalled"
 
 
 def checkpoint_interval_s(directory: str | None) -> float | None:

@@ -92,7 +92,8 @@ class StopCause(enum.StrEnum):
     INTERRUPTED = "interrupted"
     #: No output for ``idle_timeout_s``: the job is taken to be hung.
     IDLE = "idle"
-    #: Output stalled, the scheduler called a node unhealthy and the node failed a probe.
+    #: Output stalled and a node gave two independent signals of death (two failed probes, or a failed probe and
+    #: the scheduler's report).
     SCHEDULER = "scheduler"
     #: The supervisor itself was killed during the attempt; a resumed one ended it.
     SUPERVISOR_LOST = "supervisor lost"

@@ -49,8 +49,11 @@ class Observations:
     probe_why: str = ""
     #: The probed host nothing accused (see :attr:`Decision.probe_control`): if it failed too, nobody is blamed.
     probe_control: Host | None = None
-    #: Hosts the scheduler called unhealthy during a stall and that then failed a probe.
+    #: Hosts that gave two independent signals of death while output stalled (two failed probes, or a failed
+    #: probe and the scheduler's report), how they did, and the quarantine reason.
     scheduler_blamed: tuple[Host, ...] = ()
+    stall_why: str = ""
+    stall_reason: QuarantineReason = QuarantineReason.SCHEDULER
     #: Whether the walltime question was asked; its answers (None: unknown).
     walltime_asked: bool = False
     walltime_left_s: float | None = None
@@ -129,8 +132,10 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
         return replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
                        exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
     if obs.stopped_by is StopCause.SCHEDULER and obs.scheduler_blamed:
-        verdict = blame(verdict, obs.scheduler_blamed, QuarantineReason.SCHEDULER,
-                        "reported unhealthy by the scheduler while stalled, and failed a probe")
+        names = ", ".join(h.name for h in obs.scheduler_blamed)
+        why = obs.stall_why or "reported unhealthy by the scheduler while stalled, and failed a probe"
+        verdict = replace(blame(verdict, obs.scheduler_blamed, obs.stall_reason, ""), reason=f"node_loss: {why}"
+                          if obs.stall_why else f"node_loss: {names} {why}")
     dead = unanswered(obs.probes, pool.active, control=obs.probe_control) if obs.probes is not None else ()
     if dead:
         verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why})")
