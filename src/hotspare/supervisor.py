@@ -219,9 +219,10 @@ class Supervisor:
         actor.started(number, running.pid)
         self._watch(running, watch, (actor, observer), number, pool)
         outcome = running.finish()
+        ended = self.wall()
         return Observations(outcome.rc, outcome.stopped_by, _before(watch.scanner.close(), watch.stop_line),
                             scheduler_blamed=watch.scheduler_blamed, stall_why=watch.stall_why,
-                            stall_reason=watch.stall_reason, checkpoint=_mark(self._checkpoint()))
+                            stall_reason=watch.stall_reason, checkpoint=_mark(self._checkpoint()), ended_s=ended)
 
     def _spec(self, number: int, pool: Pool, ckpt: Checkpoint | None) -> LaunchSpec:
         hostfile = self.run_dir / f"attempt-{number}.hosts"

@@ -95,8 +95,9 @@ class Actor:
     def end_attempt(self, number: int, judgement: Judgement, obs: Observations) -> None:
         """Record how the attempt ended and why."""
         result, checkpoint = obs.scan, obs.checkpoint
+        ended = obs.ended_s if obs.ended_s is not None else self.wall()  # the launcher's exit, before any probe
         self.ledger.end_attempt(
-            number, ended_s=self.wall(), rc=obs.rc, stopped_by=obs.stopped_by,
+            number, ended_s=ended, rc=obs.rc, stopped_by=obs.stopped_by,
             failure_class=judgement.verdict.failure_class.value, verdict=judgement.verdict.reason,
             last_step=result.progress.last_step if result.progress else None,
             checkpoint_step=checkpoint[0] if checkpoint else None,

@@ -19,7 +19,7 @@ from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
 from hotspare.act.probe import SUSPECT_PROBE_S, ProbeResult
 from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
-from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why, unanswered
+from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why
 from hotspare.decide.policy import Decision
 from hotspare.decide.pool import Pool
 from hotspare.evidence.scan import Scanner

@@ -60,6 +60,8 @@ class Observations:
     checkpoint_eta_s: float | None = None
     #: The newest valid checkpoint when the attempt ended: (step, modification time), for the record.
     checkpoint: tuple[int, float] | None = None
+    #: When (wall clock) the launcher exited: the attempt's end, before any probe or decision.
+    ended_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
