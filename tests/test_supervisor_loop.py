@@ -8,19 +8,22 @@ quarantine are the real ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from hotspare import Host
 from hotspare.act.gateway import ProbeHow, Running
+from hotspare.act.observe import Watch
 from hotspare.act.probe import ProbeResult
 from hotspare.act.runner import Completed, Outcome, StopCause
 from hotspare.act.scheduler import SchedulerQuery
 from hotspare.decide.policy import Budgets
 from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.evidence.patterns import load_patterns
+from hotspare.evidence.scan import Scanner
 from hotspare.record.ledger import Ledger
 from hotspare.record.quarantine import Quarantine
 from hotspare.supervisor import RunConfig, Supervisor
@@ -84,6 +87,8 @@ class FakeRunner:
     scripts: list[Script]
     dead: frozenset[str] = frozenset()
     answer: Completed | None = None
+    #: Hosts that miss this many probes, then answer (a slow or briefly frozen node).
+    flaky: dict[str, int] = field(default_factory=dict)
     clock: FakeClock = field(default_factory=FakeClock)
     launched: list[tuple[str, ...]] = field(default_factory=list)
     probed: list[tuple[str, ...]] = field(default_factory=list)
@@ -97,8 +102,13 @@ class FakeRunner:
 
     def probe(self, hosts: Sequence[Host], how: ProbeHow) -> list[ProbeResult]:
         self.probed.append(tuple(h.name for h in hosts))
-        return [ProbeResult(h, h.name not in self.dead, "no answer within 3 s" if h.name in self.dead else "answered")
-                for h in hosts]
+        found = []
+        for h in hosts:
+            silent = h.name in self.dead or self.flaky.get(h.name, 0) > 0
+            if self.flaky.get(h.name, 0) > 0:
+                self.flaky[h.name] -= 1
+            found.append(ProbeResult(h, not silent, "no answer within 3 s" if silent else "answered"))
+        return found
 
     def capture(self, argv: Sequence[str], timeout_s: float) -> Completed:
         self.asked.append(tuple(argv))
@@ -284,3 +294,70 @@ def test_every_active_host_a_suspect_and_dead_a_spare_is_the_control(tmp_path: P
     assert runner.probed == [("n1", "n2", "n3")]
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n2"), "probed")
     assert nodelists(runner)[1] == "--nodelist=n3,n4"
+
+
+
+def _slurm_says(sick: set[str]) -> SchedulerQuery:
+    """`scontrol show node` answered from a table (the real parser reads it)."""
+
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        blocks = [f"NodeName={h} Arch=x86_64\n   State={'DOWN*+NOT_RESPONDING' if h in sick else 'ALLOCATED'} "
+                  "ThreadsPerCore=1\n" for h in argv[-1].split(",")]
+        return Completed(tuple(argv), 0, "\n".join(blocks), "", False)
+
+    return SchedulerQuery("slurm", "42", run=run)
+
+
+#: Output stops after step 4; the launcher would only exit after 14 more seconds (a hung collective).
+HUNG = Script(b"step=4 loss=1.0\n", 0, polls=15)
+
+# (what, hosts whose probes fail [count, None: always], hosts the scheduler calls down, evicted, reason)
+STALL_SIGNALS = [
+    ("the scheduler's word alone", {}, {"n2"}, (), None),
+    ("one failed probe, then answers", {"n2": 1}, set(), (), None),
+    ("two failed probes", {"n2": None}, set(), ("n2",), "probed"),
+    ("a failed probe and the scheduler", {"n2": 1}, {"n2"}, ("n2",), "scheduler"),
+    ("every host fails the probe (the probe path is down)", {"n1": None, "n2": None, "n3": None}, set(), (), None),
+]
+
+
+@pytest.mark.parametrize("case", STALL_SIGNALS, ids=[c[0] for c in STALL_SIGNALS])
+def test_a_stall_evicts_only_on_two_independent_signals(tmp_path: Path, case: tuple) -> None:  # type: ignore[type-arg]
+    """Output stalls: the active hosts are probed and the scheduler asked at once, without waiting for the scheduler
+    to notice. One signal never evicts; two do (two failed probes, or a failed probe and the scheduler's report),
+    each recorded as an observation."""
+    _, silent, sick, evicted, reason = case
+    runner = FakeRunner([HUNG, Script(b"step=9\n", 0)], dead=frozenset(h for h, n in silent.items() if n is None),
+                        flaky={h: n for h, n in silent.items() if n is not None})
+    config = replace(CONFIG, stall_s=2.0)
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=_slurm_says(sick),
+                     runner=runner)
+    code = sup.run()
+    ledger = Ledger.open(tmp_path / "run")
+    attempts, entries, seen = ledger.attempts(), Quarantine.attach(ledger.connection).entries(), ledger.observations(1)
+    ledger.close()
+    assert code == EXIT_OK
+    assert [(e.host.name, e.reason) for e in entries] == [(h, reason) for h in evicted]
+    assert (attempts[0].stopped_by == "scheduler") == bool(evicted)
+    assert runner.probed and all(p == ("n1", "n2", "n3") for p in runner.probed[:2])  # every active host, at once
+    if evicted:
+        assert any(o.kind == "probe" and o.host == "n2" and "output stalled" in o.detail for o in seen)
+        assert "n2" not in attempts[1].hosts
+    else:
+        assert len(attempts) == 1
+
+
+def test_the_stall_threshold_is_learned_from_the_step_cadence() -> None:
+    """5x the median gap between progress lines, at least 2 s; 10 s until three gaps are known; a fixed --stall
+    wins; a new progress line clears the signals gathered during a stall."""
+    watch = Watch(Scanner(load_patterns()), 0.0)
+    assert watch.stall_s(None) == 10.0 and watch.stall_s(7.0) == 7.0
+    for i in range(1, 6):
+        watch.seen(f"step={i}\n".encode(), now_s=0.1 * i, wall_s=100.0 + 0.1 * i)
+    assert watch.stall_s(None) == 2.0  # 5 x 0.1 s is below the floor
+    for i in range(6, 40):
+        watch.seen(f"step={i}\n".encode(), now_s=0.5 + 3.0 * (i - 5), wall_s=200.0 + 3.0 * i)
+    assert watch.stall_s(None) == pytest.approx(15.0)
+    watch.stall_signals[Host("n2")] = ["probe"]
+    watch.seen(b"step=40\n", now_s=500.0, wall_s=600.0)
+    assert watch.stall_signals == {}
