@@ -159,7 +159,7 @@ class Supervisor:
         if ledger.run_config() is None:
             ledger.start_run(self.config.to_json(), self.wall())
         actor = self._actor(ledger, quarantine)
-        observer = Observer(self.runner, self.scheduler, self._probe_how(), actor.note)
+        observer = Observer(self.runner, self.scheduler, self._probe_how(), actor.note, sleep=self.sleep)
         pool, history = self._restore(actor, patterns)
         # Bounded: decide() stops once history.attempts (one more each pass) reaches max_attempts.
         for _ in range(self.config.budgets.max_attempts):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -46,7 +47,9 @@ def scheduler_warning(failure: QueryFailure) -> str:
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
 #: The longest a probe made while output stalls may take (seconds; shorter if the probe timeout is).
-STALL_PROBE_S = 4.0
+STALL_PROBE_S = 3.0
+#: The second probe of a stall look starts this long after the first (seconds): two samples of the node, apart.
+STALL_PROBE_GAP_S = 1.0
 #: After a stall probe found a silent host, the next look comes this soon (seconds), not a scheduler poll later.
 STALL_RECHECK_S = 1.0
 #: A learned stall threshold is this many times the median gap between progress lines...
@@ -150,8 +153,9 @@ class Observer:
     """Asks hosts and the scheduler for one run, noting every answer (and every failure to answer)."""
 
     def __init__(self, runner: Runner, scheduler: SchedulerQuery, how: ProbeHow, note: Note, *,
-                 warn: Callable[[str], None] = _stderr) -> None:
+                 warn: Callable[[str], None] = _stderr, sleep: Callable[[float], None] = time.sleep) -> None:
         self.runner = runner
+        self.sleep = sleep
         self.how = how
         self.note = note
         self.warn = warn
@@ -188,29 +192,33 @@ class Observer:
         return self.runner.probe(hosts, self.how)
 
     def stalled(self, number: int, pool: Pool, signals: dict[Host, list[str]]) -> tuple[Host, ...]:
-        """Output stalled: probe the active hosts (short deadline) and ask the scheduler about them, both at once.
+        """Output stalled: probe the active hosts twice, the second probe :data:`STALL_PROBE_GAP_S` after the
+        first (both with a short deadline, overlapping), and ask the scheduler about them, all at once.
 
         Each failed probe and each scheduler report of an unhealthy node is a signal, noted with its time and
         added to ``signals`` (kept by the caller until output resumes). Returns the hosts with two independent
         signals: two failed probes, or a failed probe and the scheduler's report. One signal never evicts: a
         slow node misses one probe, and SLURM calls a node NOT_RESPONDING while its tasks still run. When every
-        active host fails the probe at once, the probe path is in doubt (the controller is down, the launcher
-        is broken): none of those failures counts.
+        active host fails a probe at once, the probe path is in doubt (the controller is down, the launcher is
+        broken): none of that probe's failures counts.
         """
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-stall") as pool_exec:
-            asked = pool_exec.submit(self.scheduler.node_states, pool.active)
-            results = self.runner.probe(pool.active, replace(self.how, timeout_s=min(self.how.timeout_s,
-                                                                                     STALL_PROBE_S)))
-            states = asked.result()
+        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="hotspare-stall") as ex:
+            asked = ex.submit(self.scheduler.node_states, pool.active)
+            first = ex.submit(self.runner.probe, pool.active, how)
+            self.sleep(STALL_PROBE_GAP_S)
+            second = ex.submit(self.runner.probe, pool.active, how)
+            rounds, states = [first.result(), second.result()], asked.result()
         self.failures(number)
-        failed = [r for r in results if not r.ok]
-        if failed and no_host_answered([r.host for r in failed], pool.active):
-            self.note(number, "probe", None, "stall: no active host answered the probe: the probe or launcher is "
-                      "suspect, so none of these failures counts")
-            failed = []
-        for res in failed:
-            self.note(number, "probe", res.host.name, f"output stalled: {res.detail}")
-            signals.setdefault(res.host, []).append("probe")
+        for results in rounds:
+            failed = [r for r in results if not r.ok]
+            if failed and no_host_answered([r.host for r in failed], pool.active):
+                self.note(number, "probe", None, "stall: no active host answered the probe: the probe or launcher "
+                          "is suspect, so none of these failures counts")
+                continue
+            for res in failed:
+                self.note(number, "probe", res.host.name, f"output stalled: {res.detail}")
+                signals.setdefault(res.host, []).append("probe")
         for host in pool.active:
             if host in states and unhealthy(states[host]):
                 self.note(number, "scheduler", host.name, f"reported {states[host]} while output stalled")
