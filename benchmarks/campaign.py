@@ -4,21 +4,28 @@
 Each run brings up a fresh 4-node bed, runs `salloc -N4 --no-kill hotspare launch --launcher srun
 --nhosts 3` with the synthetic trainer (``--sync``: one dead node stalls every rank), and injects one
 fault once step 10 is logged: crash a node, freeze it, SIGKILL one of its ranks, or (no node at
-fault) ENOSPC raised by the trainer. The victim is drawn uniformly from the ACTIVE nodes, so
+fault) ENOSPC raised by the trainer. Four kinds stress precision instead, and must retire nobody:
+``slowckpt`` (rank 0 silent for 3x the learned stall threshold after step 10, like a long checkpoint
+write), ``stress`` (CPU hogs for 15 s: on this bed the nodes share the machine's CPUs, so every node's
+probes are slow, not one node's), ``ctldstop`` (slurmctld stopped with SIGSTOP for 20 s, then
+continued: the scheduler cannot be asked meanwhile) and ``blip`` (a node frozen for 2 s, then thawed).
+The victim is drawn uniformly from the ACTIVE nodes, so
 evicting active[0] blindly fails most runs. Per run it records whether exactly the right nodes were
 evicted, healthy nodes retired, spares spent on faults that were not node faults, the recovery time
 (fault -> first step line of the next attempt), SLURM's own detection time (node shown not
 responding), and whether the final checksum equals a fault-free run's. Prints a table, writes JSON,
 and last:
 
-    runs=N correct=C healthy_retired=H spares_wasted=W median_recovery_s=R
+    runs=N correct=C healthy_retired=H spares_wasted=W median_recovery_s=R p90_recovery_s=P
 
-Usage: sudo .venv/bin/python benchmarks/campaign.py --runs 20 --json campaign.json [--seed S]
+Usage: sudo .venv/bin/python benchmarks/campaign.py --runs 20 --json campaign.json [--seed S] [--fault KIND,...]
+(default: the kinds in turn; --fault crash runs only crashes)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -40,7 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from testbed.cluster import Bed  # the test bed lives beside the tests
 
 STEPS = 40
-KINDS = ("crash", "freeze", "rankkill", "enospc")
+KINDS = ("crash", "freeze", "rankkill", "enospc", "slowckpt", "stress", "ctldstop", "blip")
+NODE_FAULTS = ("crash", "freeze", "rankkill")
+#: The learned stall threshold for this trainer (5 x 0.2 s steps, at least 2 s): slowckpt is silent 3x that.
+PAUSE_S = 6.0
+STRESS_S = 15.0
+CTLD_STOP_S = 20.0
 ACTIVE = ("n1", "n2", "n3")
 
 
@@ -53,13 +65,25 @@ def _wait_step(log: Path, step: int, proc: subprocess.Popen[bytes], timeout_s: f
     return False
 
 
-def _inject(bed: Bed, kind: str, victim: str) -> None:
+def _inject(bed: Bed, kind: str, victim: str, started: list[int]) -> None:
+    """Start the fault; PIDs of what it started go to ``started`` (ended by PID afterwards)."""
     if kind == "crash":
         bed.crash(victim)
     elif kind == "freeze":
         bed.freeze(victim)
     elif kind == "rankkill":
         bed.kill_rank(victim)
+    elif kind == "stress":
+        hog = f"import time\nend = time.monotonic() + {STRESS_S}\nwhile time.monotonic() < end: pass"
+        for _ in range(2 * (os.cpu_count() or 2)):
+            started.append(subprocess.Popen([sys.executable, "-c", hog], start_new_session=True).pid)
+    elif kind in ("ctldstop", "blip"):
+        pids = [bed.pids["slurmctld"]] if kind == "ctldstop" else bed.node_pids(victim)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(CTLD_STOP_S if kind == "ctldstop" else 2.0)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[bytes]) -> float | None:
@@ -76,9 +100,10 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
     work = root / f"run-{index}"
     bed = Bed.up(root / "bed")
     proc = None
+    started: list[int] = []
     try:
         run, ckpt = work / "run", work / "ckpt"
-        extra = ["--enospc-at", "10"] if kind == "enospc" else []
+        extra = {"enospc": ["--enospc-at", "10"], "slowckpt": ["--pause-at", "10", "--pause-s", str(PAUSE_S)]}.get(kind, [])
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
                "--launcher", "srun", "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
                "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
@@ -86,17 +111,20 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
                *extra]
         proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        # ENOSPC is raised by the trainer itself at step 10 (before it prints it).
+        # ENOSPC is raised by the trainer itself at step 10 (before it prints it); slowckpt pauses after it.
         if not _wait_step(run / "attempt-1.log", 5 if kind == "enospc" else 10, proc):
             raise RuntimeError(f"run {index}: the job never got going")
         t_fault = time.time()
-        _inject(bed, kind, victim)
+        _inject(bed, kind, victim, started)
         detect = _slurm_detect_s(bed, victim, t_fault, proc) if kind in ("crash", "freeze") else None
         proc.wait(timeout=300)
         if kind == "freeze":
             bed.thaw(victim)
         return _score(kind, victim, run, t_fault=t_fault, detect=detect, rc=proc.returncode)
     finally:
+        for pid in started:  # the stress hogs end by themselves; this is for a campaign interrupted early
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         bed.down()
@@ -108,7 +136,7 @@ def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float |
     attempts = db.execute("SELECT number, first_progress_s, log_path FROM attempts ORDER BY number").fetchall()
     evicted = {r[0] for r in db.execute("SELECT host FROM quarantine")}
     db.close()
-    node_fault = kind != "enospc"
+    node_fault = kind in NODE_FAULTS
     expected = {victim} if node_fault else set()
     # Recovery is timed from the injected node fault; ENOSPC happens inside the trainer at an
     # unmeasured moment, so it has no recovery figure.
@@ -140,14 +168,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, default=Path("campaign.json"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--fault", default=",".join(KINDS),
+                        help=f"fault kinds, comma-separated, run in turn (default: all of {', '.join(KINDS)})")
     args = parser.parse_args()
+    kinds = [k.strip() for k in args.fault.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown or not kinds:
+        parser.error(f"unknown fault kind(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(KINDS)}")
     rng = random.Random(args.seed)  # picks victims, not secrets
     root = Path(tempfile.mkdtemp(prefix="hotspare-campaign-"))
     root.chmod(0o755)  # munged needs every directory above its socket traversable
     results = []
     try:
         for i in range(args.runs):
-            kind, victim = KINDS[i % len(KINDS)], rng.choice(ACTIVE)
+            kind, victim = kinds[i % len(kinds)], rng.choice(ACTIVE)
             results.append(one_run(i, kind, victim, root))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
@@ -158,12 +192,24 @@ def main() -> int:
     args.json.write_text(json.dumps(results, indent=1))
     recoveries = [r["recovery_s"] for r in results if r["recovery_s"] is not None]
     median = statistics.median(recoveries) if recoveries else float("nan")
+    p90 = statistics.quantiles(recoveries, n=10, method="inclusive")[-1] if len(recoveries) >= 2 else (
+        recoveries[0] if recoveries else float("nan"))
+    for kind in kinds:
+        mine = [r for r in results if r["kind"] == kind]
+        phases = [r["ledger"] for r in mine if r["ledger"].get("recover_s") is not None and kind in NODE_FAULTS]
+        split = ""
+        if phases:
+            split = " " + " ".join(f"{k}={statistics.median(p[k] for p in phases):.2f}"
+                                   for k in ("detect_s", "decide_s", "relaunch_s", "resume_s"))
+        print(f"{kind:<9} runs={len(mine)} correct={sum(bool(r['correct']) for r in mine)} "
+              f"healthy_retired={sum(int(r['healthy_retired']) for r in mine)}{split}")
     detects = [r["slurm_detect_s"] for r in results if r["slurm_detect_s"] is not None]
     if detects:
         print(f"SLURM marks the node not responding after a median {statistics.median(detects):.1f} s")
     print(f"runs={len(results)} correct={sum(bool(r['correct']) for r in results)} "
           f"healthy_retired={sum(int(r['healthy_retired']) for r in results)} "
-          f"spares_wasted={sum(int(r['spares_wasted']) for r in results)} median_recovery_s={median:.1f}")
+          f"spares_wasted={sum(int(r['spares_wasted']) for r in results)} median_recovery_s={median:.1f} "
+          f"p90_recovery_s={p90:.1f}")
     return 0
 
 

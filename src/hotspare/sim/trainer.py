@@ -93,6 +93,16 @@ def _enospc_once(ckpt_dir: Path, step: int, at: int | None) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
+def _pause_once(ckpt_dir: Path, step: int, at: int | None, pause_s: float) -> None:
+    """Go silent for ``pause_s`` once, after step ``at`` (a healthy rank busy writing: no node is at fault)."""
+    marker = ckpt_dir / ".paused"
+    if at is None or step != at or marker.exists():
+        return
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    time.sleep(pause_s)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hotspare-trainer", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
@@ -101,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-s", type=float, default=0.05, help="seconds per step")
     parser.add_argument("--enospc-at", type=int, help="raise ENOSPC once at this step (rank 0)")
     parser.add_argument("--import-error", action="store_true", help="fail at start like a missing module")
+    parser.add_argument("--pause-at", type=int, help="after this step (rank 0, first time only) go silent...")
+    parser.add_argument("--pause-s", type=float, default=0.0, help="...for this long, like a long checkpoint write")
     parser.add_argument("--sync", action="store_true",
                         help="wait for every rank each step (files under the checkpoint dir), like a collective")
     args = parser.parse_args(argv)
@@ -122,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"step={step} loss={1.0 / step:.4f}", flush=True)
             if step % args.ckpt_every == 0:
                 _checkpoint(args.ckpt_dir, step, state)
+            _pause_once(args.ckpt_dir, step, args.pause_at, args.pause_s)
     if me == 0:
         print(f"checksum={state}", flush=True)
     return 0
