@@ -54,6 +54,13 @@ PAUSE_S = 6.0
 STRESS_S = 15.0
 CTLD_STOP_S = 20.0
 ACTIVE = ("n1", "n2", "n3")
+#: The launcher's program and its environment (every MPI pinned to loopback: the bed's nodes share this machine).
+LAUNCHERS = {
+    "srun": ("srun", {}),
+    "mpiexec": ("mpiexec.mpich", {"UCX_NET_DEVICES": "lo", "UCX_TLS": "tcp,self"}),
+    "mpirun": ("mpirun.openmpi", {"OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+                                  "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
+}
 
 
 def _wait_step(log: Path, step: int, proc: subprocess.Popen[bytes], timeout_s: float = 120) -> bool:
@@ -96,7 +103,7 @@ def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[
     return None
 
 
-def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]:
+def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "srun") -> dict[str, object]:
     work = root / f"run-{index}"
     bed = Bed.up(root / "bed")
     proc = None
@@ -104,12 +111,13 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
     try:
         run, ckpt = work / "run", work / "ckpt"
         extra = {"enospc": ["--enospc-at", "10"], "slowckpt": ["--pause-at", "10", "--pause-s", str(PAUSE_S)]}.get(kind, [])
+        program, mpi_env = LAUNCHERS[launcher]
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
-               "--launcher", "srun", "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
+               "--launcher", launcher, "--launcher-cmd", program, "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
                "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
                "--steps", str(STEPS), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
                *extra]
-        proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, env={**bed.env, **mpi_env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         # ENOSPC is raised by the trainer itself at step 10 (before it prints it); slowckpt pauses after it.
         if not _wait_step(run / "attempt-1.log", 5 if kind == "enospc" else 10, proc):
@@ -168,6 +176,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, default=Path("campaign.json"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--launcher", choices=sorted(LAUNCHERS), default="srun",
+                        help="the job's launcher (MPI pinned to loopback)")
     parser.add_argument("--fault", default=",".join(KINDS),
                         help=f"fault kinds, comma-separated, run in turn (default: all of {', '.join(KINDS)})")
     args = parser.parse_args()
@@ -182,7 +192,7 @@ def main() -> int:
     try:
         for i in range(args.runs):
             kind, victim = kinds[i % len(kinds)], rng.choice(ACTIVE)
-            results.append(one_run(i, kind, victim, root))
+            results.append(one_run(i, kind, victim, root, args.launcher))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "
