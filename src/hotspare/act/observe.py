@@ -224,7 +224,12 @@ class Observer:
                 self.note(number, "scheduler", host.name, f"reported {states[host]} while output stalled")
                 if "scheduler" not in signals.get(host, []):
                     signals.setdefault(host, []).append("scheduler")
-        return tuple(h for h in pool.active if _two_signals(signals.get(h, [])))
+        dead = tuple(h for h in pool.active if _two_signals(signals.get(h, [])))
+        silent = sorted({r.host.name for results in rounds for r in results if not r.ok})
+        self.note(number, "stall", None, f"output stalled: probed {len(pool.active)} active host(s) twice; "
+                  + (f"no answer from {', '.join(silent)}" if silent else "all answered")
+                  + (f"; two signals: {', '.join(h.name for h in dead)}" if dead else "; nobody has two signals"))
+        return dead
 
     def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None, *,
                decision: Decision | None = None) -> Observations:
