@@ -47,7 +47,7 @@ def scheduler_warning(failure: QueryFailure) -> str:
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
 #: The longest a probe made while output stalls may take (seconds; shorter if the probe timeout is).
-STALL_PROBE_S = 3.0
+STALL_PROBE_S = 2.0
 #: The second probe of a stall look starts this long after the first (seconds): two samples of the node, apart.
 STALL_PROBE_GAP_S = 1.0
 #: After a stall probe found a silent host, the next look comes this soon (seconds), not a scheduler poll later.
