@@ -148,7 +148,7 @@ def test_a_rank_killed_on_a_named_host_swaps_it_for_the_spare(tmp_path: Path) ->
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "scraped")
     assert [(e.host.name, e.reason) for e in entries] == [("n2", "scraped")]
     assert nodelists(runner) == ["--nodelist=n1,n2,n3", "--nodelist=n1,n4,n3"]
-    assert runner.probed == []
+    assert runner.probed == [("n4", "n1")]  # only the spare, checked before use (and a control)
 
 
 def test_an_unattributed_failure_is_probed_and_the_silent_host_swapped(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_an_unattributed_failure_is_probed_and_the_silent_host_swapped(tmp_path:
     decisions, probes = ledger.decisions(), [o for o in ledger.observations(1) if o.kind == "probe"]
     ledger.close()
     assert code == EXIT_OK
-    assert runner.probed == [("n1", "n2", "n3")]
+    assert runner.probed == [("n1", "n2", "n3"), ("n4", "n1")]  # then the spare, before use
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n3",), "probed")
     assert {o.host for o in probes} == {"n1", "n2", "n3"}
     assert nodelists(runner)[1] == "--nodelist=n1,n2,n4"
@@ -225,7 +225,7 @@ def test_a_suspect_that_fails_its_probe_is_swapped_with_both_signals_recorded(tm
     probes = [o for o in ledger.observations(1) if o.kind == "probe"]
     ledger.close()
     assert code == EXIT_OK
-    assert runner.probed == [("n2", "n1")]  # the suspect and a control, not the whole allocation
+    assert runner.probed == [("n2", "n1"), ("n4", "n1")]  # the suspect and a control, not the whole allocation
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "probed")
     assert any(e.host == "n2" for e in evidence)
     assert {(o.host, o.detail.split(":")[0]) for o in probes} == {
@@ -261,7 +261,7 @@ def test_two_suspects_dead_together_are_both_swapped(tmp_path: Path) -> None:
     ledger = Ledger.open(tmp_path / "run")
     decisions = ledger.decisions()
     ledger.close()
-    assert runner.probed == [("n1", "n3", "n2")]
+    assert runner.probed == [("n1", "n3", "n2"), ("n4", "n5", "n2")]
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n3"), "probed")
 
 
@@ -291,7 +291,7 @@ def test_every_active_host_a_suspect_and_dead_a_spare_is_the_control(tmp_path: P
     ledger = Ledger.open(tmp_path / "run")
     decisions = ledger.decisions()
     ledger.close()
-    assert runner.probed == [("n1", "n2", "n3")]
+    assert runner.probed == [("n1", "n2", "n3"), ("n3", "n4")]  # no control: nothing stays
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n2"), "probed")
     assert nodelists(runner)[1] == "--nodelist=n3,n4"
 
@@ -361,3 +361,22 @@ def test_the_stall_threshold_is_learned_from_the_step_cadence() -> None:
     watch.stall_signals[Host("n2")] = ["probe"]
     watch.seen(b"step=40\n", now_s=500.0, wall_s=600.0)
     assert watch.stall_signals == {}
+
+
+def test_a_dead_spare_is_retired_before_it_is_launched_on(tmp_path: Path) -> None:
+    """n2 dies and the spare n4 died with it (one PSU): n4 fails its check before use twice, is quarantined
+    (probed) and replaced by n5 without a wasted launch; one launch after the swap, on n1, n5, n3."""
+    runner = FakeRunner([Script(b"step=4\nsrun: error: n2: task 1: Killed\n", 1), Script(b"step=9\n", 0)],
+                        dead=frozenset({"n4"}))
+    config = replace(CONFIG, allocation=("n1", "n2", "n3", "n4", "n5"))
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
+                     runner=runner)
+    assert sup.run() == EXIT_OK
+    ledger = Ledger.open(tmp_path / "run")
+    decisions, entries = ledger.decisions(), Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert [(d.action, d.hosts, d.quarantine_reason) for d in decisions[:2]] == [
+        ("swap", ("n2",), "scraped"), ("swap", ("n4",), "probed")]
+    assert sorted((e.host.name, e.reason) for e in entries) == [("n2", "scraped"), ("n4", "probed")]
+    assert runner.probed == [("n4", "n1"), ("n4",), ("n5", "n1")]
+    assert nodelists(runner) == ["--nodelist=n1,n2,n3", "--nodelist=n1,n5,n3"]

@@ -170,12 +170,29 @@ class Supervisor:
             judgement, obs = self._judge(observer, number, obs, pool_used, history)
             pool, history = actor.carry_out(number, judgement, obs, pool_used, history)
             decision = judgement.decision
+            if decision.action is Action.SWAP:
+                pool = self._check_spares((actor, observer), number, pool, pool_used, history)
             if decision.action is Action.STOP:
                 code = decision.exit_code or 0
                 actor.end_run({0: "succeeded", EXIT_INTERRUPTED: "cancelled"}.get(code, "failed"), code)
                 return code
             self.sleep(decision.delay_s)
         raise AssertionError("unreachable: decide() stops at the attempt limit")
+
+    def _check_spares(self, steps: tuple[Actor, Observer], number: int, pool: Pool, before: Pool,
+                      history: History) -> Pool:
+        """The spares just swapped in are probed before the launch: one that is dead too (a rack, a PSU) is
+        quarantined and replaced by the next, without a wasted launch. Bounded: each pass retires a spare. With
+        too few spares left the launch goes ahead and its failure is judged as usual (then 93)."""
+        actor, observer = steps
+        for _ in range(len(pool.spare) + 1):
+            incoming = [h for h in pool.active if h not in before.active]
+            control = next((h for h in pool.active if h in before.active), None)
+            dead = observer.spares_dead(number, incoming, control) if incoming else ()
+            if not dead or len(dead) > len(pool.spare):
+                return pool
+            pool = actor.retire_spares(number, dead, pool, history)
+        return pool
 
     def _actor(self, ledger: Ledger, quarantine: Quarantine) -> Actor:
         claims = SpareClaims(self.config.spare_claims, str(self.run_dir)) if self.config.spare_claims else None

@@ -92,6 +92,23 @@ class Actor:
                                    "history": history_to_json(new_history)})
         return new_pool, new_history
 
+    def retire_spares(self, number: int, dead: Sequence[Host], pool: Pool, history: History) -> Pool:
+        """Spares that failed their check before use: quarantined (probed) and replaced by the next ones, with the
+        decision recorded; the caller checks there are spares enough."""
+        names = ", ".join(h.name for h in dead)
+        why = f"{names}: spare(s) failed the check before use (no answer to two probes); replaced before the launch"
+        for host in dead:
+            self.quarantine.add(host, QuarantineReason.PROBED, attempt=number, ttl_s=self.quarantine_ttl_s,
+                                detail=why)
+        self.ledger.add_decision(number, self.wall(), Action.SWAP.value, hosts=[h.name for h in dead], reason=why,
+                                 delay_s=0.0, quarantine_reason=QuarantineReason.PROBED)
+        new_pool = pool.swap(dead)
+        self.claim(number, new_pool)
+        self.ledger.save_progress({"active": [h.raw for h in new_pool.active],
+                                   "spare": [h.raw for h in new_pool.spare],
+                                   "history": history_to_json(history)})
+        return new_pool
+
     def end_attempt(self, number: int, judgement: Judgement, obs: Observations) -> None:
         """Record how the attempt ended and why."""
         result, checkpoint = obs.scan, obs.checkpoint

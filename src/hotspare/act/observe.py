@@ -231,6 +231,24 @@ class Observer:
                   + (f"; two signals: {', '.join(h.name for h in dead)}" if dead else "; nobody has two signals"))
         return dead
 
+    def spares_dead(self, number: int, incoming: Sequence[Host], control: Host | None) -> tuple[Host, ...]:
+        """Spares about to replace a dead node, checked before the launch: probed once with a short deadline
+        (beside ``control``, an active host staying on); one that does not answer is probed again
+        :data:`STALL_PROBE_GAP_S` later. Two failures: dead, not launched on. A healthy spare costs one probe.
+        If the control fails too, the probe path is in doubt and no spare is blamed."""
+        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        asked = [*incoming, *([control] if control is not None and control not in incoming else [])]
+        first = {r.host for r in self.runner.probe(asked, how) if not r.ok}
+        if not first or (control is not None and control in first):
+            return ()
+        self.sleep(STALL_PROBE_GAP_S)
+        again = [h for h in incoming if h in first]
+        second = {r.host for r in self.runner.probe(again, how) if not r.ok}
+        dead = tuple(h for h in again if h in second)
+        for host in dead:
+            self.note(number, "probe", host.name, "spare checked before use: no answer to two probes")
+        return dead
+
     def answer(self, ask: Ask, number: int, obs: Observations, pool: Pool, checkpoint_dir: str | None, *,
                decision: Decision | None = None) -> Observations:
         """``obs`` with the answer to ``ask`` (a PROBE ``decision`` may name the hosts to probe)."""
