@@ -13,7 +13,7 @@ and last:
 
     runs=N correct=C healthy_retired=H spares_wasted=W median_recovery_s=R
 
-Usage: sudo .venv/bin/python benchmarks/campaign.py --runs 20 --json campaign.json [--seed S]
+Usage: sudo .venv/bin/python benchmarks/campaign.py --runs 20 --json campaign.json [--seed S] [--steps N]
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[
     return None
 
 
-def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]:
+def one_run(index: int, kind: str, victim: str, root: Path, steps: int = STEPS) -> dict[str, object]:
     work = root / f"run-{index}"
     bed = Bed.up(root / "bed")
     proc = None
@@ -80,7 +80,7 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
                "--launcher", "srun", "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
                "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
-               "--steps", str(STEPS), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
+               "--steps", str(steps), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
                *extra]
         proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -93,7 +93,7 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
         proc.wait(timeout=300)
         if kind == "freeze":
             bed.thaw(victim)
-        return _score(kind, victim, run, t_fault=t_fault, detect=detect, rc=proc.returncode)
+        return _score(kind, victim, run, t_fault=t_fault, detect=detect, rc=proc.returncode, steps=steps)
     finally:
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -101,7 +101,8 @@ def one_run(index: int, kind: str, victim: str, root: Path) -> dict[str, object]
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float | None, rc: int) -> dict[str, object]:
+def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float | None, rc: int,
+           steps: int) -> dict[str, object]:
     db = sqlite3.connect(run / "ledger.sqlite")
     attempts = db.execute("SELECT number, first_progress_s, log_path FROM attempts ORDER BY number").fetchall()
     evicted = {r[0] for r in db.execute("SELECT host FROM quarantine")}
@@ -118,7 +119,7 @@ def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float |
         "healthy_retired": len(evicted - expected), "spares_wasted": 0 if node_fault else len(evicted),
         "recovery_s": None if recovery is None else round(recovery, 2),
         "slurm_detect_s": None if detect is None else round(detect, 2),
-        "checksum_ok": f"checksum={fault_free_checksum(STEPS)}" in words,
+        "checksum_ok": f"checksum={fault_free_checksum(steps)}" in words,
     }
 
 
@@ -127,7 +128,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, default=Path("campaign.json"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=STEPS,
+                        help=f"trainer steps per run (default {STEPS}; the fault comes at step 10, so more than 10)")
     args = parser.parse_args()
+    if args.steps <= 10:
+        parser.error(f"--steps {args.steps}: the fault comes at step 10; give more")
     rng = random.Random(args.seed)  # picks victims, not secrets
     root = Path(tempfile.mkdtemp(prefix="hotspare-campaign-"))
     root.chmod(0o755)  # munged needs every directory above its socket traversable
@@ -135,7 +140,7 @@ def main() -> int:
     try:
         for i in range(args.runs):
             kind, victim = KINDS[i % len(KINDS)], rng.choice(ACTIVE)
-            results.append(one_run(i, kind, victim, root))
+            results.append(one_run(i, kind, victim, root, args.steps))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "
