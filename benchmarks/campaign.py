@@ -19,6 +19,7 @@ and last:
     runs=N correct=C healthy_retired=H spares_wasted=W median_recovery_s=R p90_recovery_s=P
 
 Usage: sudo .venv/bin/python benchmarks/campaign.py --runs 20 --json campaign.json [--seed S] [--fault KIND,...]
+       [--launcher srun|mpiexec|mpirun] [--steps N]
 (default: the kinds in turn; --fault crash runs only crashes)
 """
 
@@ -103,7 +104,8 @@ def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[
     return None
 
 
-def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "srun") -> dict[str, object]:
+def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "srun",
+            steps: int = STEPS) -> dict[str, object]:
     work = root / f"run-{index}"
     bed = Bed.up(root / "bed")
     proc = None
@@ -115,7 +117,7 @@ def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "sru
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
                "--launcher", launcher, "--launcher-cmd", program, "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
                "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
-               "--steps", str(STEPS), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
+               "--steps", str(steps), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
                *extra]
         proc = subprocess.Popen(cmd, env={**bed.env, **mpi_env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -128,7 +130,7 @@ def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "sru
         proc.wait(timeout=300)
         if kind == "freeze":
             bed.thaw(victim)
-        return _score(kind, victim, run, t_fault=t_fault, detect=detect, rc=proc.returncode)
+        return _score(kind, victim, run, t_fault=t_fault, detect=detect, rc=proc.returncode, steps=steps)
     finally:
         for pid in started:  # the stress hogs end by themselves; this is for a campaign interrupted early
             with contextlib.suppress(ProcessLookupError):
@@ -139,7 +141,8 @@ def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "sru
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float | None, rc: int) -> dict[str, object]:
+def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float | None, rc: int,
+           steps: int) -> dict[str, object]:
     db = sqlite3.connect(run / "ledger.sqlite")
     attempts = db.execute("SELECT number, first_progress_s, log_path FROM attempts ORDER BY number").fetchall()
     evicted = {r[0] for r in db.execute("SELECT host FROM quarantine")}
@@ -166,7 +169,7 @@ def _score(kind: str, victim: str, run: Path, *, t_fault: float, detect: float |
         "healthy_retired": len(evicted - expected), "spares_wasted": 0 if node_fault else len(evicted),
         "recovery_s": None if recovery is None else round(recovery, 2),
         "slurm_detect_s": None if detect is None else round(detect, 2),
-        "checksum_ok": f"checksum={fault_free_checksum(STEPS)}" in words,
+        "checksum_ok": f"checksum={fault_free_checksum(steps)}" in words,
         "ledger": phases,
     }
 
@@ -176,11 +179,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, default=Path("campaign.json"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=STEPS,
+                        help=f"trainer steps per run (default {STEPS}; the fault comes at step 10, so more than 10)")
     parser.add_argument("--launcher", choices=sorted(LAUNCHERS), default="srun",
                         help="the job's launcher (MPI pinned to loopback)")
     parser.add_argument("--fault", default=",".join(KINDS),
                         help=f"fault kinds, comma-separated, run in turn (default: all of {', '.join(KINDS)})")
     args = parser.parse_args()
+    if args.steps <= 10:
+        parser.error(f"--steps {args.steps}: the fault comes at step 10; give more")
     kinds = [k.strip() for k in args.fault.split(",") if k.strip()]
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown or not kinds:
@@ -192,7 +199,7 @@ def main() -> int:
     try:
         for i in range(args.runs):
             kind, victim = kinds[i % len(kinds)], rng.choice(ACTIVE)
-            results.append(one_run(i, kind, victim, root, args.launcher))
+            results.append(one_run(i, kind, victim, root, args.launcher, args.steps))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "

@@ -16,7 +16,9 @@ def test_short_campaign(slurm_cluster, tmp_path: Path) -> None:  # type: ignore[
     benchmark's own runs and tests/test_supervisor.py, for the suite's time budget.)"""
     slurm_cluster.close()  # the campaign brings up a fresh bed per run, on the same ports
     out = tmp_path / "campaign.json"
-    done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "3", "--json", str(out), "--seed", "7"],
+    # 20 steps (the benchmark's 40 by default): the fault at step 10, then 10 steps after the resume.
+    done = subprocess.run([sys.executable, str(CAMPAIGN), "--runs", "3", "--json", str(out), "--seed", "7",
+                           "--steps", "20"],
                           capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]

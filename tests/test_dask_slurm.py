@@ -19,8 +19,16 @@ from hotspare import Host, QuarantineReason, read_snapshot
 from hotspare_dask import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.preload import HOSTNAME_KEY
 
-TASKS = 300
+#: 20 tasks are done when the node is crashed; the other 130 keep the workers busy through the crash and its
+#: judging (about 8 s of work on the 4 threads left). With 300 the stream, not the recovery, set the test's length.
+TASKS = 150
 TASK_S = 0.25
+#: dask's lost-worker timeout in the crash tests: a crashed node's workers are gone for good (their nanny died with
+#: them), so the wait only delays the judging, which waits for SLURM's verdict on the node anyway (about 8 s after
+#: the crash on the bed). dask's 15 s default held each crash test 7-10 s.
+CRASH_LOST_S = "3s"
+#: In the segfault test the nanny must bring its worker back within the timeout (it does in 1-3 s on the bed).
+SEGFAULT_LOST_S = 8.0
 #: The scheduler and its dashboard on loopback: the bed's nodes share this host's network.
 LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
 
@@ -46,6 +54,11 @@ def _make_crash() -> Callable[[], None]:
 
 
 crash = _make_crash()
+
+
+def _lost_worker_timeout(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """dask's lost-worker timeout for this test only (read when the cluster starts and at each worker loss)."""
+    monkeypatch.setitem(dask.config.config["distributed"]["deploy"], "lost-worker-timeout", value)
 
 
 def _worker_hosts(cluster: FailoverSLURMCluster | FailoverPBSCluster) -> dict[str, str]:
@@ -89,6 +102,7 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
     plain dask-jobqueue never replaces (#691)."""
     monkeypatch.chdir(tmp_path)  # sbatch's and dask's stray files land here, never in the checkout
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    _lost_worker_timeout(monkeypatch, CRASH_LOST_S)
     cluster = FailoverSLURMCluster(cores=2, processes=processes, memory="500MB", walltime="00:10:00",
                                    job_extra_directives=["--exclusive"], run_dir=tmp_path / "wf",
                                    log_directory=tmp_path / "logs",
@@ -128,6 +142,7 @@ def test_through_pbs_commands_the_job_comes_back_pinned_to_a_free_node(slurm_bed
     ReqNodeList proves the pin reached SLURM); every task completes."""
     monkeypatch.chdir(tmp_path)  # slurm-wlm-torque's qsub writes the jobs' -o/-e files here
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    _lost_worker_timeout(monkeypatch, CRASH_LOST_S)
     cluster = FailoverPBSCluster(cores=2, processes=processes, memory="500MB", walltime="00:10:00",
                                  resource_spec="nodes=1:ppn=2", hosts=list(slurm_bed.nodes), run_dir=tmp_path / "wf",
                                  scheduler_options=LOOPBACK)
@@ -158,6 +173,7 @@ def test_a_task_that_kills_its_worker_is_no_node_fault(slurm_bed, tmp_path: Path
     judged lost, nothing is quarantined or resubmitted, and the task still gets KilledWorker; the other tasks run."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
+    _lost_worker_timeout(monkeypatch, f"{SEGFAULT_LOST_S}s")
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         cluster = FailoverSLURMCluster(cores=1, processes=1, memory="500MB", walltime="00:10:00",
                                        run_dir=tmp_path / "wf", log_directory=tmp_path / "logs",
@@ -174,7 +190,7 @@ def test_a_task_that_kills_its_worker_is_no_node_fault(slurm_bed, tmp_path: Path
         with pytest.raises(KilledWorker):
             client.submit(crash, pure=False).result(timeout=120)
         assert client.submit(square, 7).result(timeout=60) == 49
-        time.sleep(20)  # past dask's lost-worker timeout (15 s): any judging would have started by now
+        time.sleep(SEGFAULT_LOST_S + 5)  # past dask's lost-worker timeout: any judging would have started by now
         assert cluster.quarantine.entries() == []
         # Each segfault counted toward the task's allowed-failures (its nanny restarted the worker: no node fault).
         assert cluster.task_blame.settled and all(x.counted for x in cluster.task_blame.settled)

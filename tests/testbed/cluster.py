@@ -33,6 +33,11 @@ class BedError(RuntimeError):
     """The test bed could not be brought up or driven."""
 
 
+# Timing, measured on the bed (2 cores): slurmctld pings a node it has not heard from for SlurmdTimeout/3 s, every
+# SlurmdTimeout/3 s, and a ping to a dead slurmd (connection refused) fails only after about MessageTimeout + 1 s;
+# the node is then NOT_RESPONDING ("*"), and DOWN (its jobs NODE_FAIL) once silent for SlurmdTimeout. A crash was
+# "*" after 11 s and DOWN after 19 s with SlurmdTimeout=10 and MessageTimeout=5; 8 s and 14 s with 6 and 3.
+# batch_sched_delay=0: a batch job is scheduled at once (the default 3 s held each sbatch about 2 s).
 def _conf(root: Path, nodes: int, ctld_port: int, node_port: int, slurmd_timeout_s: int) -> str:
     last = node_port + nodes
     return f"""# written by tests/testbed/cluster.py
@@ -55,7 +60,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-SchedulerParameters=sched_interval=5
+SchedulerParameters=sched_interval=5,batch_sched_delay=0
 ReturnToService=2
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
@@ -65,7 +70,7 @@ JobCompLoc={root}/log/jobcomp.log
 SlurmdParameters=config_overrides
 SlurmdTimeout={slurmd_timeout_s}
 SlurmctldTimeout=10
-MessageTimeout=5
+MessageTimeout=3
 InactiveLimit=0
 KillWait=2
 MinJobAge=600
@@ -93,7 +98,7 @@ class Bed:
     # -- bring-up and teardown ---------------------------------------------------
     @classmethod
     def up(cls, root: Path, *, nodes: int = 4, ctld_port: int = 6817, node_port: int = 17000,
-           slurmd_timeout_s: int = 10) -> Bed:
+           slurmd_timeout_s: int = 6) -> Bed:
         """A fresh cluster in ``root`` (wiped first) with ``nodes`` idle nodes, or BedError."""
         missing = [tool for tool in REQUIRED if shutil.which(tool) is None]
         if missing:
@@ -124,15 +129,20 @@ class Bed:
         self.pids["munged"] = _read_pid(r / "run" / "munged.pid")
         _run(["slurmctld", "-f", str(r / "etc" / "slurm.conf"), "-i"], env=self.env)
         self.pids["slurmctld"] = _read_pid(r / "run" / "slurmctld.pid")
+        # slurmctld's script helper: recorded, so that down() can SIGKILL slurmctld without orphaning it.
+        self.pids["slurmscriptd"] = self.wait_for(lambda: _child_of(self.pids["slurmctld"]), "slurmscriptd", 10)
         for node in self.nodes:
             self.start(node)
         self.wait_for(lambda: self.idle_nodes() == set(self.nodes), "every node idle")
 
     def down(self) -> None:
-        """Stop everything this bed started (by recorded PID only)."""
+        """Stop everything this bed started (by recorded PID only). slurmctld is killed, not asked to stop: its
+        state is wiped by the next :meth:`up`, and its orderly shutdown waited up to 3 s on RPCs to the nodes."""
         for node in self.nodes:
             self._signal(f"node:{node}", signal.SIGKILL)
-        for name in ("slurmctld", "munged"):
+        for name in ("slurmctld", "slurmscriptd"):
+            self._signal(name, signal.SIGKILL)
+        for name in ("munged",):
             self._signal(name, signal.SIGTERM)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(_alive(p) for p in self.pids.values()):
@@ -227,7 +237,8 @@ class Bed:
 
     # -- queries -------------------------------------------------------------------
     def settled(self, timeout_s: float = 10.0) -> bool:
-        """Cancel every job, then whether the bed is as new: no node ever disturbed, no job left, all idle."""
+        """Cancel every job, then whether the bed is as new: no node ever disturbed, no job left, all idle (waiting
+        up to ``timeout_s`` for cancelled jobs to end; 0: asked once)."""
         if self.disturbed or not all(f"node:{n}" in self.pids and _alive(self.pids[f"node:{n}"]) for n in self.nodes):
             return False
         try:
@@ -237,13 +248,14 @@ class Bed:
         except BedError:
             return False
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while True:  # bounded by the deadline
             left = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env=self.env,
                                   timeout=10, check=False)
             if left.returncode == 0 and not left.stdout.split() and self.idle_nodes() == set(self.nodes):
                 return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.2)
-        return False
 
     def scontrol(self, *args: str) -> str:
         return _run(["scontrol", *args], env=self.env).stdout
