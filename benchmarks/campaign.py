@@ -104,7 +104,7 @@ def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[
     return None
 
 
-def one_run(index: int, kind: str, victim: str, root: Path, launcher: str = "srun",
+def one_run(index: int, kind: str, victim: str, root: Path, *, launcher: str = "srun",
             steps: int = STEPS) -> dict[str, object]:
     work = root / f"run-{index}"
     bed = Bed.up(root / "bed")
@@ -199,7 +199,7 @@ def main() -> int:
     try:
         for i in range(args.runs):
             kind, victim = kinds[i % len(kinds)], rng.choice(ACTIVE)
-            results.append(one_run(i, kind, victim, root, args.launcher, args.steps))
+            results.append(one_run(i, kind, victim, root, launcher=args.launcher, steps=args.steps))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "
