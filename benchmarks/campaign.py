@@ -105,9 +105,9 @@ def _slurm_detect_s(bed: Bed, victim: str, since: float, proc: subprocess.Popen[
 
 
 def one_run(index: int, kind: str, victim: str, root: Path, *, launcher: str = "srun",
-            steps: int = STEPS) -> dict[str, object]:
+            steps: int = STEPS, slurmd_timeout_s: int | None = None) -> dict[str, object]:
     work = root / f"run-{index}"
-    bed = Bed.up(root / "bed")
+    bed = Bed.up(root / "bed", slurmd_timeout_s=slurmd_timeout_s) if slurmd_timeout_s else Bed.up(root / "bed")
     proc = None
     started: list[int] = []
     try:
@@ -181,6 +181,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--steps", type=int, default=STEPS,
                         help=f"trainer steps per run (default {STEPS}; the fault comes at step 10, so more than 10)")
+    parser.add_argument("--slurmd-timeout", type=int, default=None,
+                        help="the bed's SlurmdTimeout (default: the test bed's; SLURM's own default is 300)")
     parser.add_argument("--launcher", choices=sorted(LAUNCHERS), default="srun",
                         help="the job's launcher (MPI pinned to loopback)")
     parser.add_argument("--fault", default=",".join(KINDS),
@@ -199,7 +201,8 @@ def main() -> int:
     try:
         for i in range(args.runs):
             kind, victim = kinds[i % len(kinds)], rng.choice(ACTIVE)
-            results.append(one_run(i, kind, victim, root, launcher=args.launcher, steps=args.steps))
+            results.append(one_run(i, kind, victim, root, launcher=args.launcher, steps=args.steps,
+                                   slurmd_timeout_s=args.slurmd_timeout))
             r = results[-1]
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "
