@@ -204,6 +204,7 @@ def main() -> int:
             results.append(one_run(i, kind, victim, root, launcher=args.launcher, steps=args.steps,
                                    slurmd_timeout_s=args.slurmd_timeout))
             r = results[-1]
+            r.update(launcher=args.launcher, slurmd_timeout_s=args.slurmd_timeout)
             print(f"{i + 1:>3} {kind:<9} {victim if kind != 'enospc' else '-':<4} rc={r['rc']:<3} evicted="
                   f"{','.join(r['evicted']) or '-':<6} correct={r['correct']!s:<5} recovery_s={r['recovery_s']} "
                   f"slurm_detect_s={r['slurm_detect_s']} checksum_ok={r['checksum_ok']}", flush=True)
