@@ -4,17 +4,24 @@ changed or deleted) fails, with the paths listed."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 import pytest
 
 from hotspare import PatternSet, load_patterns
+from hotspare.act.runner import Completed
+from hotspare.act.scheduler import SchedulerQuery
+from hotspare.record.ledger import AttemptRow, DecisionRow, Ledger, ObservationRow
+from hotspare.record.quarantine import Entry, Quarantine
 from testbed.cluster import Bed
 
 HOTSPARE = Path(sys.executable).with_name("hotspare")
@@ -190,3 +197,44 @@ def slurm_bed(slurm_cluster):  # type: ignore[no-untyped-def]
     crashed, froze or drained a node, or left a job in the queue, gets the cluster rebuilt before the next
     test runs, so no step or job state leaks between tests."""
     return slurm_cluster.fresh()
+
+
+def load_benchmark(file_name: str) -> ModuleType:
+    """A script of benchmarks/ imported as a module (its functions are tested directly)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / file_name
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+class RunRecord(NamedTuple):
+    """What a run's ledger holds, read once."""
+
+    attempts: list[AttemptRow]
+    decisions: list[DecisionRow]
+    entries: list[Entry]
+    observations: list[ObservationRow]
+
+
+def read_run(run: Path) -> RunRecord:
+    ledger = Ledger.open(run)
+    try:
+        return RunRecord(ledger.attempts(), ledger.decisions(), Quarantine.attach(ledger.connection).entries(),
+                         ledger.observations())
+    finally:
+        ledger.close()
+
+
+def fake_slurm(sick: set[str]) -> SchedulerQuery:
+    """A SLURM query answering `scontrol show node` from a table (the real parser reads it): ``sick`` hosts are
+    DOWN+NOT_RESPONDING, the others ALLOCATED."""
+
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        blocks = [f"NodeName={h} Arch=x86_64\n   State={'DOWN+NOT_RESPONDING' if h in sick else 'ALLOCATED'} "
+                  "ThreadsPerCore=1\n" for h in argv[-1].split(",")]
+        return Completed(tuple(argv), 0, "\n".join(blocks), "", False)
+
+    return SchedulerQuery("slurm", "42", run=run)

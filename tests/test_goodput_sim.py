@@ -3,20 +3,15 @@ hotspare's figures read from the campaign and attribution JSON (never typed in).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-_BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "goodput_sim.py"
-_spec = importlib.util.spec_from_file_location("goodput_sim_bench", _BENCH)
-assert _spec is not None and _spec.loader is not None
-sim = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = sim  # dataclasses look their module up while the class is made
-_spec.loader.exec_module(sim)
+from conftest import load_benchmark
+
+sim = load_benchmark("goodput_sim.py")
 
 CAMPAIGN = [
     {"kind": "crash", "recovery_s": 20.0, "slurm_detect_s": 10.0, "correct": True, "healthy_retired": 0, "spares_wasted": 0},

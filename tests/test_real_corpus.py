@@ -9,21 +9,14 @@ again.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import load_benchmark
 from hotspare import PatternSet, load_patterns
 
-_BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "attribution.py"
-_spec = importlib.util.spec_from_file_location("attribution_bench", _BENCH)
-assert _spec is not None and _spec.loader is not None
-attribution = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = attribution  # dataclasses look their module up while the class is made
-_spec.loader.exec_module(attribution)
+attribution = load_benchmark("attribution.py")
 
 EXCERPTS = attribution.load_corpus()
 _SOURCE = re.compile(r"(?:https?://\S+|testbed:\S+)")

@@ -22,10 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOTSPARE
+from conftest import HOTSPARE, read_run
 from hotspare.errors import EXIT_OK
-from hotspare.record.ledger import Ledger
-from hotspare.record.quarantine import Quarantine
 from hotspare.sim.trainer import fault_free_checksum
 from testbed.cluster import Bed
 
@@ -82,20 +80,12 @@ def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[st
     return proc.returncode, out.decode(errors="replace"), run
 
 
-def _read(run: Path):  # type: ignore[no-untyped-def]
-    ledger = Ledger.open(run)
-    try:
-        return ledger.attempts(), Quarantine.attach(ledger.connection).entries(), ledger.observations()
-    finally:
-        ledger.close()
-
-
 @pytest.mark.parametrize(("fault", "victim"), [("crash", "n2"), ("freeze", "n3")])
 def test_a_dead_node_is_swapped_before_the_scheduler_notices(slow_scheduler_bed: Bed, tmp_path: Path, fault: str,
                                                              victim: str) -> None:
     code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, victim, [])
     assert code == EXIT_OK, out[-3000:]
-    attempts, entries, seen = _read(run)
+    attempts, _, entries, seen = read_run(run)
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "probed")]
     assert attempts[0].stopped_by == "scheduler"  # ended by the stall rule, not by srun giving up
     stalled = [o for o in seen if o.kind == "probe" and o.host == victim and "output stalled" in o.detail]
@@ -112,7 +102,7 @@ def test_silence_that_is_no_dead_node_retires_nobody(slow_scheduler_bed: Bed, tm
     thawed: the stall is looked at, every host answers, nobody is retired, one attempt succeeds."""
     code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, "n2", extra)
     assert code == EXIT_OK, out[-3000:]
-    attempts, entries, seen = _read(run)
+    attempts, _, entries, seen = read_run(run)
     assert entries == [] and len(attempts) == 1
     if fault == "slowckpt":  # 6 s of silence is a stall: it was looked at, and everyone answered
         assert any(o.kind == "stall" and "all answered" in o.detail for o in seen), seen

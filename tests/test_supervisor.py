@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOTSPARE
+from conftest import HOTSPARE, fake_slurm
 from hotspare import Host
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import SchedulerQuery
@@ -267,17 +267,6 @@ def test_pool_excludes_quarantined_hosts() -> None:
     assert Pool.split(hosts, 2, exclude={Host("n1")}) == Pool((Host("n2"), Host("n3")), (Host("n4"),))
 
 
-def _fake_slurm(sick: set[str]) -> SchedulerQuery:
-    """A SLURM query answering `scontrol show node` from a table (the real parser reads it)."""
-
-    def run(argv: Sequence[str], timeout_s: float) -> Completed:
-        blocks = [f"NodeName={h} Arch=x86_64\n   State={'DOWN+NOT_RESPONDING' if h in sick else 'ALLOCATED'} "
-                  "ThreadsPerCore=1\n" for h in argv[-1].split(",")]
-        return Completed(tuple(argv), 0, "\n".join(blocks), "", False)
-
-    return SchedulerQuery("slurm", "42", run=run)
-
-
 def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Path) -> None:
     """A frozen node the scheduler reports DOWN, confirmed by a failed probe, ends the attempt long before the
     idle timeout; it is swapped with reason 'scheduler'."""
@@ -292,7 +281,7 @@ def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Pa
     cfg = replace(config(leftovers, idle_s=300.0), stall_s=1.0, scheduler_poll_s=0.5)
     os.environ["HOTSPARE_LOCAL_FAULTS"] = str(faults)
     try:
-        code = Supervisor(cfg, leftovers / "run", on_attempt=freeze, scheduler=_fake_slurm({victim})).run()
+        code = Supervisor(cfg, leftovers / "run", on_attempt=freeze, scheduler=fake_slurm({victim})).run()
     finally:
         del os.environ["HOTSPARE_LOCAL_FAULTS"]
     ledger = Ledger.open(leftovers / "run")
@@ -308,7 +297,7 @@ def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Pa
 def test_scheduler_alone_never_evicts_a_node_making_progress(leftovers: Path) -> None:
     """The scheduler calls n2 DOWN all along, but the job keeps printing progress: nothing is swapped."""
     cfg = replace(config(leftovers), stall_s=1.0, scheduler_poll_s=0.2)
-    code = Supervisor(cfg, leftovers / "run", scheduler=_fake_slurm({"n2"})).run()
+    code = Supervisor(cfg, leftovers / "run", scheduler=fake_slurm({"n2"})).run()
     ledger = Ledger.open(leftovers / "run")
     attempts, entries = ledger.attempts(), Quarantine.attach(ledger.connection).entries()
     ledger.close()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RunRecord, fake_slurm, read_run
 from hotspare import Host
 from hotspare.act.gateway import ProbeHow, Running
 from hotspare.act.observe import Watch
@@ -129,6 +130,15 @@ def supervise(tmp: Path, runner: FakeRunner, *, scheduler: SchedulerQuery | None
     sup = Supervisor(CONFIG, tmp / "run", clock=runner.clock, sleep=lambda s: None, scheduler=scheduler,
                      runner=runner, on_attempt=on_attempt)
     return sup.run(), Ledger.open(tmp / "run")
+
+
+def _supervise_on(tmp: Path, runner: FakeRunner, allocation: tuple[str, ...], nhosts: int) -> RunRecord:
+    """Run to success on ``allocation`` (``nhosts`` active) with no scheduler; the ledger's record."""
+    config = replace(CONFIG, allocation=allocation, nhosts=nhosts)
+    sup = Supervisor(config, tmp / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
+                     runner=runner)
+    assert sup.run() == EXIT_OK
+    return read_run(tmp / "run")
 
 
 def nodelists(runner: FakeRunner) -> list[str]:
@@ -253,14 +263,7 @@ def test_two_suspects_dead_together_are_both_swapped(tmp_path: Path) -> None:
               b"operation\nsrun: error: Task launch for StepId=7.0 failed on node n3: Socket timed out on send/recv "
               b"operation\n")
     runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n3"}))
-    config = RunConfig(command=("train",), allocation=("n1", "n2", "n3", "n4", "n5"), nhosts=3, launcher="srun",
-                       budgets=Budgets(backoff_base_s=0, backoff_max_s=0))
-    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
-                     runner=runner)
-    assert sup.run() == EXIT_OK
-    ledger = Ledger.open(tmp_path / "run")
-    decisions = ledger.decisions()
-    ledger.close()
+    decisions = _supervise_on(tmp_path, runner, ("n1", "n2", "n3", "n4", "n5"), 3).decisions
     assert runner.probed == [("n1", "n3", "n2"), ("n4", "n5", "n2")]
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n3"), "probed")
 
@@ -283,29 +286,11 @@ def test_every_active_host_a_suspect_and_dead_a_spare_is_the_control(tmp_path: P
     output = (b"step=4\nsrun: error: Task launch for StepId=7.0 failed on node n1: Communication connection "
               b"failure\nsrun: error: Task launch for StepId=7.0 failed on node n2: Communication connection failure\n")
     runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n2"}))
-    config = RunConfig(command=("train",), allocation=("n1", "n2", "n3", "n4"), nhosts=2, launcher="srun",
-                       budgets=Budgets(backoff_base_s=0, backoff_max_s=0))
-    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
-                     runner=runner)
-    assert sup.run() == EXIT_OK
-    ledger = Ledger.open(tmp_path / "run")
-    decisions = ledger.decisions()
-    ledger.close()
+    decisions = _supervise_on(tmp_path, runner, ("n1", "n2", "n3", "n4"), 2).decisions
     assert runner.probed == [("n1", "n2", "n3"), ("n3", "n4")]  # no control: nothing stays
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n2"), "probed")
     assert nodelists(runner)[1] == "--nodelist=n3,n4"
 
-
-
-def _slurm_says(sick: set[str]) -> SchedulerQuery:
-    """`scontrol show node` answered from a table (the real parser reads it)."""
-
-    def run(argv: Sequence[str], timeout_s: float) -> Completed:
-        blocks = [f"NodeName={h} Arch=x86_64\n   State={'DOWN*+NOT_RESPONDING' if h in sick else 'ALLOCATED'} "
-                  "ThreadsPerCore=1\n" for h in argv[-1].split(",")]
-        return Completed(tuple(argv), 0, "\n".join(blocks), "", False)
-
-    return SchedulerQuery("slurm", "42", run=run)
 
 
 #: Output stops after step 4; the launcher would only exit after 14 more seconds (a hung collective).
@@ -330,7 +315,7 @@ def test_a_stall_evicts_only_on_two_independent_signals(tmp_path: Path, case: tu
     runner = FakeRunner([HUNG, Script(b"step=9\n", 0)], dead=frozenset(h for h, n in silent.items() if n is None),
                         flaky={h: n for h, n in silent.items() if n is not None})
     config = replace(CONFIG, stall_s=2.0)
-    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=_slurm_says(sick),
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=fake_slurm(sick),
                      runner=runner)
     code = sup.run()
     ledger = Ledger.open(tmp_path / "run")
@@ -368,13 +353,7 @@ def test_a_dead_spare_is_retired_before_it_is_launched_on(tmp_path: Path) -> Non
     (probed) and replaced by n5 without a wasted launch; one launch after the swap, on n1, n5, n3."""
     runner = FakeRunner([Script(b"step=4\nsrun: error: n2: task 1: Killed\n", 1), Script(b"step=9\n", 0)],
                         dead=frozenset({"n4"}))
-    config = replace(CONFIG, allocation=("n1", "n2", "n3", "n4", "n5"))
-    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
-                     runner=runner)
-    assert sup.run() == EXIT_OK
-    ledger = Ledger.open(tmp_path / "run")
-    decisions, entries = ledger.decisions(), Quarantine.attach(ledger.connection).entries()
-    ledger.close()
+    _, decisions, entries, _ = _supervise_on(tmp_path, runner, ("n1", "n2", "n3", "n4", "n5"), 3)
     assert [(d.action, d.hosts, d.quarantine_reason) for d in decisions[:2]] == [
         ("swap", ("n2",), "scraped"), ("swap", ("n4",), "probed")]
     assert sorted((e.host.name, e.reason) for e in entries) == [("n2", "scraped"), ("n4", "probed")]

@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOTSPARE
+from conftest import HOTSPARE, read_run
 from hotspare.errors import EXIT_OK
-from hotspare.record.ledger import Ledger
-from hotspare.record.quarantine import Quarantine
 from hotspare.sim.trainer import fault_free_checksum
 
 STEPS = 20
@@ -76,15 +74,6 @@ def _run(bed, tmp: Path, launcher: Path, nhosts: int) -> tuple[int, str, Path]: 
     return proc.returncode, out.decode(errors="replace"), run
 
 
-def _read(run: Path):  # type: ignore[no-untyped-def]
-    ledger = Ledger.open(run)
-    try:
-        return (ledger.attempts(), ledger.decisions(), Quarantine.attach(ledger.connection).entries(),
-                ledger.observations())
-    finally:
-        ledger.close()
-
-
 def _launch_failed_on(log: Path) -> set[str]:
     """The nodes srun's own words name as the ones a task launch failed on."""
     text = log.read_text(errors="replace")
@@ -101,7 +90,7 @@ def test_a_briefly_frozen_node_is_kept(slurm_bed, tmp_path: Path) -> None:  # ty
     finally:
         slurm_bed.thaw("n2")
     assert code == EXIT_OK, out[-3000:]
-    attempts, decisions, entries, observations = _read(run)
+    attempts, decisions, entries, observations = read_run(run)
     assert (tmp_path / "fault-done").exists()  # the freeze did happen, as the first srun started
     assert entries == [] and all(d.hosts == () for d in decisions)
     assert all(a.hosts == attempts[0].hosts for a in attempts)
@@ -121,7 +110,7 @@ def test_crashed_suspects_fail_their_probe_and_are_swapped(slurm_bed, tmp_path: 
     nhosts = 2
     code, out, run = _run(slurm_bed, tmp_path, _wrapper(tmp_path, "crash", 0, inits), nhosts)
     assert code == EXIT_OK, out[-3000:]
-    attempts, _, entries, observations = _read(run)
+    attempts, _, entries, observations = read_run(run)
     named = set().union(*(_launch_failed_on(Path(a.log_path)) for a in attempts))
     assert named & set(victims), [Path(a.log_path).read_text()[-1500:] for a in attempts]
     assert sorted((e.host.name, e.reason) for e in entries) == [(v, "probed") for v in victims]

@@ -44,7 +44,6 @@ from distributed.deploy.cluster import Cluster
 
 from hotspare import (
     SNAPSHOT_NAME,
-    SUSPECT_PROBE_S,
     Entry,
     Host,
     JobEnd,
@@ -57,12 +56,10 @@ from hotspare import (
     SchedulerQuery,
     WorkflowRecord,
     changed_snapshots,
-    confirm_suspects,
+    confirm_by_probe,
     load_patterns,
-    probe_suspects_slurm,
     read_outputs,
     readmit_expired_slurm,
-    suspects_to_probe,
 )
 from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, run_dir_on_worker
@@ -294,15 +291,12 @@ class _Failover:
     def _confirm(self, judged: JobJudgement, hosts: tuple[Host, ...]) -> JobJudgement:
         """Hosts the job's output named only as suspects are probed (SLURM), beside a control host: kept out only
         if they fail it. Elsewhere no probe can be run from here, so a suspect is never kept out."""
-        suspects, control = suspects_to_probe(judged, hosts)
-        if not suspects or self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
+        if self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
             return judged
-        probes = probe_suspects_slurm(suspects, control, self.run_dir / "probes",
-                                      timeout_s=min(self.probe_timeout_s, SUSPECT_PROBE_S))
-        for res in probes:
-            log.warning("hotspare: batch job %s: %s named as a suspect%s; probe: %s", judged.job_id, res.host.name,
-                        " (control)" if res.host == control else "", res.detail)
-        return confirm_suspects(judged, probes, control)
+        judged, notes = confirm_by_probe(judged, hosts, self.run_dir / "probes", timeout_s=self.probe_timeout_s)
+        for note in notes:
+            log.warning("hotspare: batch job %s: %s", judged.job_id, note)
+        return judged
 
     def _read_end(self, lost: LostWorker) -> JobEnd:
         """What the scheduler and the job's log files say about the lost job, once the scheduler has concluded

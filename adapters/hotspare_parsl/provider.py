@@ -50,7 +50,6 @@ from hotspare import (
     HOOK_EXIT,
     HOOK_FAILED,
     SNAPSHOT_NAME,
-    SUSPECT_PROBE_S,
     Host,
     HotspareError,
     JobEnd,
@@ -65,16 +64,14 @@ from hotspare import (
     SchedulerQuery,
     WorkflowRecord,
     changed_snapshots,
-    confirm_suspects,
+    confirm_by_probe,
     judge_host_lost,
     judge_job,
     lead_left,
     load_patterns,
     pin_pbs_hosts,
-    probe_suspects_slurm,
     read_outputs,
     readmit_expired_slurm,
-    suspects_to_probe,
     unhealthy,
 )
 from hotspare_parsl.layout import read_record
@@ -392,15 +389,12 @@ class FailoverProvider(ExecutionProvider):
     def _confirm(self, judged: JobJudgement, hosts: tuple[Host, ...]) -> JobJudgement:
         """Hosts the block's output named only as suspects are probed (SLURM), beside a control host: kept out
         only if they fail it. Elsewhere no probe can be run from here, so a suspect is never kept out."""
-        suspects, control = suspects_to_probe(judged, hosts)
-        if not suspects or self._kind != "slurm":
+        if self._kind != "slurm":
             return judged
-        probes = probe_suspects_slurm(suspects, control, self.run_dir / "probes",
-                                      timeout_s=min(self.probe_timeout_s, SUSPECT_PROBE_S))
-        for res in probes:
-            log.warning("hotspare: block %s: %s named as a suspect%s; probe: %s", judged.job_id, res.host.name,
-                        " (control)" if res.host == control else "", res.detail)
-        return confirm_suspects(judged, probes, control)
+        judged, notes = confirm_by_probe(judged, hosts, self.run_dir / "probes", timeout_s=self.probe_timeout_s)
+        for note in notes:
+            log.warning("hotspare: block %s: %s", judged.job_id, note)
+        return judged
 
     def _hosts_of(self, block: _Block) -> tuple[Host, ...]:
         """The block's hosts, lead (batch) node first: from the record its hook wrote when it started, else from

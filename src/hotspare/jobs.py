@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hotspare.act.probe import ProbeResult
+from hotspare.act.probe import SUSPECT_PROBE_S, ProbeResult, probe_suspects_slurm
 from hotspare.act.scheduler import JobFacts, unhealthy
 from hotspare.decide.judge import blame, unanswered
 from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
@@ -122,6 +122,20 @@ def confirm_suspects(judgement: JobJudgement, probes: Sequence[ProbeResult], con
     if kept:
         verdict = replace(verdict, exclude_hosts=(*kept, *dead), blamed=(*judgement.verdict.blamed, *verdict.blamed))
     return replace(judgement, verdict=verdict, keep_out=keep_out(verdict))
+
+
+def confirm_by_probe(judged: JobJudgement, hosts: Sequence[Host], workdir: Path, *,
+                     timeout_s: float) -> tuple[JobJudgement, tuple[str, ...]]:
+    """For a workflow adapter on SLURM: probe the suspects of an ended job (``srun --immediate``, beside a control
+    host of the job, at most :data:`~hotspare.act.probe.SUSPECT_PROBE_S`) and keep out only those that fail. Returns
+    the judgement and one line per probe answer, for the adapter's log."""
+    suspects, control = suspects_to_probe(judged, hosts)
+    if not suspects:
+        return judged, ()
+    probes = probe_suspects_slurm(suspects, control, workdir, timeout_s=min(timeout_s, SUSPECT_PROBE_S))
+    notes = tuple(f"{r.host.name} named as a suspect{' (control)' if r.host == control else ''}; probe: {r.detail}"
+                  for r in probes)
+    return confirm_suspects(judged, probes, control), notes
 
 
 def judge_host_lost(job_id: str, hosts: Sequence[Host], why: str, *, state: str,
