@@ -260,8 +260,10 @@ class Supervisor:
         actor, observer = steps
         while running.poll(0.2) is None:
             self._record_progress(actor, number, watch)
+            if watch.stop_line is not None:
+                continue  # being stopped: no more looks (a probe now would only delay seeing the launcher exit)
             why = self._stop_cause(watch, observer, number, pool)
-            if why is not None and watch.stop_line is None:
+            if why is not None:
                 watch.stop_line = watch.scanner.lines
                 running.stop(why, self.config.grace_s)
         self._record_progress(actor, number, watch, final=True)
