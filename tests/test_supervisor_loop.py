@@ -16,7 +16,7 @@ import pytest
 from conftest import RunRecord, fake_slurm, read_run
 from hotspare import Host
 from hotspare.act.gateway import ProbeHow, Running
-from hotspare.act.observe import Watch
+from hotspare.act.observe import Observer, Watch
 from hotspare.act.probe import ProbeResult
 from hotspare.act.runner import Completed, Outcome, StopCause
 from hotspare.act.scheduler import SchedulerQuery
@@ -359,3 +359,18 @@ def test_a_dead_spare_is_retired_before_it_is_launched_on(tmp_path: Path) -> Non
     assert sorted((e.host.name, e.reason) for e in entries) == [("n2", "scraped"), ("n4", "probed")]
     assert runner.probed == [("n4", "n1"), ("n4",), ("n5", "n1")]
     assert nodelists(runner) == ["--nodelist=n1,n2,n3", "--nodelist=n1,n5,n3"]
+
+
+def test_a_big_job_probes_only_the_hosts_the_scheduler_doubts() -> None:
+    """Above 64 active hosts a stall look does not probe everyone twice (minutes through the launcher): it probes
+    the hosts the scheduler calls unhealthy, and still needs two signals."""
+    hosts = tuple(Host(f"x{i:03d}") for i in range(100))
+    runner = FakeRunner([], dead=frozenset({"x007"}))
+    notes: list[tuple[str, str | None]] = []
+    observer = Observer(runner, fake_slurm({"x007", "x042"}), ProbeHow("srun", Path("/nonexistent"), 5.0),
+                        lambda n, kind, host, detail: notes.append((kind, host)), sleep=lambda s: None)
+    signals: dict[Host, list[str]] = {}
+    dead = observer.stalled(1, Pool(hosts, ()), signals)
+    assert dead == (Host("x007"),)  # x042: the scheduler's word, then a probe it answered
+    assert runner.probed == [("x007", "x042"), ("x007", "x042")]
+    assert signals[Host("x042")] == ["scheduler"]

@@ -52,6 +52,9 @@ STALL_PROBE_S = 2.0
 STALL_PROBE_GAP_S = 1.0
 #: After a stall probe found a silent host, the next look comes this soon (seconds), not a scheduler poll later.
 STALL_RECHECK_S = 1.0
+#: Above this many active hosts a stall look probes only the hosts the scheduler calls unhealthy (probing every host
+#: of a 2,000-node job twice a look would take minutes through the launcher).
+STALL_PROBE_ALL_MAX = 64
 #: A learned stall threshold is this many times the median gap between progress lines...
 STALL_FACTOR = 5.0
 #: ...and never below this (seconds).
@@ -203,12 +206,16 @@ class Observer:
         broken): none of that probe's failures counts.
         """
         how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
-        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="hotspare-stall") as ex:
-            asked = ex.submit(self.scheduler.node_states, pool.active)
-            first = ex.submit(self.runner.probe, pool.active, how)
-            self.sleep(STALL_PROBE_GAP_S)
-            second = ex.submit(self.runner.probe, pool.active, how)
-            rounds, states = [first.result(), second.result()], asked.result()
+        if len(pool.active) > STALL_PROBE_ALL_MAX:
+            # A big job: probing every host each look would take minutes; probe those the scheduler doubts.
+            states = self.scheduler.node_states(pool.active)
+            targets = [h for h in pool.active if h in states and unhealthy(states[h])]
+            rounds = self._two_probes(targets, how) if targets else []
+        else:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-stall") as ex:
+                asked = ex.submit(self.scheduler.node_states, pool.active)
+                rounds = self._two_probes(pool.active, how)
+                states = asked.result()
         self.failures(number)
         for results in rounds:
             failed = [r for r in results if not r.ok]
@@ -230,6 +237,14 @@ class Observer:
                   + (f"no answer from {', '.join(silent)}" if silent else "all answered")
                   + (f"; two signals: {', '.join(h.name for h in dead)}" if dead else "; nobody has two signals"))
         return dead
+
+    def _two_probes(self, hosts: Sequence[Host], how: ProbeHow) -> list[list[ProbeResult]]:
+        """Probe ``hosts`` twice, the second :data:`STALL_PROBE_GAP_S` after the first started (overlapping)."""
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hotspare-probe2") as ex:
+            first = ex.submit(self.runner.probe, hosts, how)
+            self.sleep(STALL_PROBE_GAP_S)
+            second = ex.submit(self.runner.probe, hosts, how)
+            return [list(first.result()), list(second.result())]
 
     def spares_dead(self, number: int, incoming: Sequence[Host], control: Host | None) -> tuple[Host, ...]:
         """Spares about to replace a dead node, checked before the launch: probed once with a short deadline
