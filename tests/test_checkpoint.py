@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from hotspare.act.checkpoint import Checkpoint, find_latest, incomplete_reason, parse_step, write_manifest
+from hotspare.act.checkpoint import (
+    Checkpoint,
+    find_latest,
+    incomplete_reason,
+    parse_step,
+    write_manifest,
+    written_since,
+)
 from hotspare.errors import InputError
 
 SHARDS = {"model-0.pt": b"a" * 4096, "model-3.pt": b"b" * 4096, "optim/rank-0.pt": b"c" * 100}
@@ -196,3 +203,18 @@ def test_write_manifest_skips_symlinks(tmp_path: Path) -> None:
     (path / "link.pt").symlink_to(tmp_path)
     write_manifest(path, 3)
     assert json.loads((path / "manifest.json").read_text())["files"] == {"model-0.pt": 3}
+
+
+def test_written_since_reads_the_new_checkpoints_and_says_when_it_cannot_list(tmp_path: Path) -> None:
+    """The run's timeline: complete checkpoints above a step and written since a time; a missing directory is none
+    yet, one that cannot be listed (here a file) is an InputError, never a silent empty answer."""
+    assert written_since(tmp_path / "nothing-yet", above_step=None, since_s=0.0) == []
+    for step in (5, 10):
+        (tmp_path / f"step-{step}").mkdir()
+        (tmp_path / f"step-{step}" / "shard0").write_bytes(b"w" * 8)
+        write_manifest(tmp_path / f"step-{step}", step)
+    found = written_since(tmp_path, above_step=5, since_s=0.0)
+    assert [s for s, _ in found] == [10]
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(InputError):
+        written_since(tmp_path / "plain", above_step=None, since_s=0.0)

@@ -34,7 +34,7 @@ from hotspare.act.scheduler import SchedulerQuery
 from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
 from hotspare.decide.policy import Action, Budgets, History
 from hotspare.decide.pool import Pool
-from hotspare.errors import EXIT_INTERRUPTED
+from hotspare.errors import EXIT_INTERRUPTED, InputError
 from hotspare.evidence.patterns import PatternSet, load_patterns
 from hotspare.evidence.records import ScanResult
 from hotspare.evidence.scan import Scanner
@@ -278,8 +278,14 @@ class Supervisor:
             watch.checkpoint_polled_s = now
             # Only checkpoints this attempt wrote: the one it resumed from is an earlier attempt's.
             above = watch.checkpoint_seen[0] if watch.checkpoint_seen else None
-            for step, at_s in written_since(self.config.checkpoint_dir, above_step=above,
-                                            since_s=watch.started_wall_s):
+            try:
+                written = written_since(self.config.checkpoint_dir, above_step=above, since_s=watch.started_wall_s)
+            except InputError as exc:  # the timeline misses checkpoints: say so once, in the ledger
+                written = []
+                if not watch.checkpoint_unlisted:
+                    watch.checkpoint_unlisted = True
+                    actor.note(number, "checkpoint", None, f"cannot list the checkpoint directory: {exc}")
+            for step, at_s in written:
                 watch.checkpoint_seen = (step, at_s)
                 rows.append((at_s, CHECKPOINT, step))
         actor.timeline(number, rows)
@@ -295,7 +301,7 @@ class Supervisor:
         silent_s = now - watch.last_output_s
         if silent_s > self.config.idle_timeout_s:
             return StopCause.IDLE
-        if silent_s <= watch.stall_s(self.config.stall_s) or not watch.due(now, self.config.scheduler_poll_s):
+        if silent_s <= watch.stall_s(self.config.stall_s) or not watch.due(now):
             return None
         dead = observer.stalled(number, pool, watch.stall_signals)
         watch.looked(self.clock(), self.config.scheduler_poll_s)

@@ -66,12 +66,15 @@ def find_latest(directory: str | Path) -> Checkpoint | None:
 
 def written_since(directory: str | Path, *, above_step: int | None, since_s: float) -> list[tuple[int, float]]:
     """(step, write time) of each complete checkpoint under ``directory`` written at or after ``since_s`` with
-    a step above ``above_step``, in step order. For the run's timeline: nothing here raises (a directory that
-    cannot be listed, or a checkpoint rotated away meanwhile, just yields fewer)."""
+    a step above ``above_step``, in step order (for the run's timeline). A missing directory yields none (nothing
+    written yet); one that cannot be listed raises InputError; a checkpoint rotated away meanwhile is skipped."""
+    root = Path(directory)
     try:
-        entries = list(Path(directory).iterdir())
-    except OSError:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise InputError(str(root), exc.strerror or str(exc)) from exc
     floor = -1 if above_step is None else above_step
     return sorted((step, mtime) for step, mtime, path in _candidates(entries)
                   if step > floor and mtime >= since_s and incomplete_reason(path) is None)

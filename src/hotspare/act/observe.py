@@ -81,7 +81,6 @@ class Watch:
     #: When (wall clock) the latest progress line arrived, and the step it named.
     last_progress_s: float | None = None
     last_step: int | None = None
-    last_asked_s: float | None = None
     #: Lines seen when the supervisor itself ended the attempt: what follows is teardown it caused.
     stop_line: int | None = None
     #: Hosts that gave two independent signals of death while output stalled, how, and the quarantine reason.
@@ -101,6 +100,8 @@ class Watch:
     #: The newest checkpoint this attempt wrote (step, write time) and when (monotonic) it was last looked for.
     checkpoint_seen: tuple[int, float] | None = None
     checkpoint_polled_s: float = float("-inf")
+    #: The checkpoint directory could not be listed (said once in the ledger).
+    checkpoint_unlisted: bool = False
     _progress_line: int = -1
     _sampled_s: float | None = None
 
@@ -141,14 +142,12 @@ class Watch:
             return STALL_STARTUP_S
         return max(STALL_FLOOR_S, STALL_FACTOR * statistics.median(self.progress_gaps))
 
-    def due(self, now_s: float, poll_s: float) -> bool:
-        """Whether the stalled attempt may be looked at again: at once the first time, then every ``poll_s``, or
-        :data:`STALL_RECHECK_S` after a look that found a silent host."""
+    def due(self, now_s: float) -> bool:
+        """Whether the stalled attempt may be looked at again (at once the first time; then see :meth:`looked`)."""
         return self.next_look_s is None or now_s >= self.next_look_s
 
     def looked(self, now_s: float, poll_s: float) -> None:
         """A stall look was made at ``now_s``; the next comes sooner while some host has one signal."""
-        self.last_asked_s = now_s
         self.next_look_s = now_s + (STALL_RECHECK_S if self.stall_signals else poll_s)
 
 

@@ -134,10 +134,9 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
         return replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
                        exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")
     if obs.stopped_by is StopCause.SCHEDULER and obs.scheduler_blamed:
-        names = ", ".join(h.name for h in obs.scheduler_blamed)
-        why = obs.stall_why or "reported unhealthy by the scheduler while stalled, and failed a probe"
-        verdict = replace(blame(verdict, obs.scheduler_blamed, obs.stall_reason, ""), reason=f"node_loss: {why}"
-                          if obs.stall_why else f"node_loss: {names} {why}")
+        verdict = blame(verdict, obs.scheduler_blamed, obs.stall_reason, "gave two signals while output stalled")
+        if obs.stall_why:  # already names each host and its signals
+            verdict = replace(verdict, reason=f"node_loss: {obs.stall_why}")
     dead = unanswered(obs.probes, pool.active, control=obs.probe_control) if obs.probes is not None else ()
     if dead:
         verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why})")
