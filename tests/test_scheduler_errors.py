@@ -40,7 +40,7 @@ def test_a_failing_scontrol_is_recorded_warned_once_and_reported(tmp_path: Path,
     """A job that stalls makes the supervisor ask scontrol, which fails (wrong SLURM_CONF): each failure is an
     observation in the ledger, stderr says so once, and `hotspare postmortem` (text and --json) shows it."""
     job = tmp_path / "job.py"
-    job.write_text("import time\nprint('step=1', flush=True)\ntime.sleep(1.5)\nprint('step=2', flush=True)\n")
+    job.write_text("import time\nprint('step=1', flush=True)\ntime.sleep(4)\nprint('step=2', flush=True)\n")
     config = RunConfig(command=(sys.executable, str(job)), allocation=("n1", "n2"), nhosts=2, launcher="local",
                        stall_s=0.3, scheduler_poll_s=0.2, budgets=Budgets(max_attempts=1))
     asked: list[tuple[str, ...]] = []
