@@ -126,3 +126,10 @@ def test_scontrol_restarts_are_read() -> None:
     assert facts is not None and facts.restarts == 1 and facts.requeued and facts.hosts == ()
     fresh = parse_scontrol_job("JobId=2 JobState=RUNNING Restarts=0 NodeList=n1 ExitCode=0:0")
     assert fresh is not None and fresh.restarts == 0 and not fresh.requeued
+
+
+def test_describe_names_who_is_asked() -> None:
+    """The ledger's "watch" note says which scheduler is asked about the nodes, and how (or that none is)."""
+    assert SchedulerQuery("slurm", "42").describe() == "slurm job 42 (scontrol show node)"
+    assert SchedulerQuery("pbs", "9.pbs").describe() == "pbs job 9.pbs (pbsnodes)"
+    assert SchedulerQuery.detect({}).describe().startswith("no scheduler (neither SLURM_JOB_ID nor PBS_JOBID")

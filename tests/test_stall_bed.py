@@ -45,13 +45,31 @@ def slow_scheduler_bed(slurm_cluster) -> Iterator[Bed]:  # type: ignore[no-untyp
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[str]) -> tuple[int, str, Path]:
+#: The launchers tried here: the program and the environment that pins it to loopback.
+MPI = {
+    "srun": ("srun", {}),
+    "mpiexec": ("mpiexec.mpich", {"UCX_NET_DEVICES": "lo", "UCX_TLS": "tcp,self"}),
+    "mpirun": ("mpirun.openmpi", {"OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+                                  "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
+}
+
+#: Inside the allocation, the job presents itself as a PBS job (PBS_JOBID, PBS_NODEFILE; no SLURM_JOB_ID), so the
+#: supervisor asks ``pbsnodes`` (slurm-wlm-torque's) about its nodes, as on a PBS machine.
+AS_PBS = ['bash', '-c', 'export PBS_JOBID="$SLURM_JOB_ID" PBS_NODEFILE="$(generate_pbs_nodefile)"; '
+          'unset SLURM_JOB_ID; exec "$@"', 'as-pbs']
+
+
+def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[str], launcher: str = "srun",
+                    pbs: bool = False) -> tuple[int, str, Path]:
     run, ckpt = tmp / "run", tmp / "ckpt"
-    cmd = ["salloc", "-N4", "--no-kill", str(HOTSPARE), "launch", "--launcher", "srun", "--nhosts", "3",
+    program, env = MPI[launcher]
+    cmd = ["salloc", "-N4", "--no-kill", *(AS_PBS if pbs else []), str(HOTSPARE), "launch", "--launcher", launcher,
+           "--launcher-cmd", program, "--nhosts", "3",
            "--checkpoint-dir", str(ckpt), "--run-dir", str(run), "--probe-timeout", "5",
            "--", sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
            "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync", *extra]
-    proc = subprocess.Popen(cmd, env=bed.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, env={**bed.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     frozen: list[int] = []
     try:
         log = run / "attempt-1.log"
@@ -80,12 +98,19 @@ def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[st
     return proc.returncode, out.decode(errors="replace"), run
 
 
-@pytest.mark.parametrize(("fault", "victim"), [("crash", "n2"), ("freeze", "n3")])
+@pytest.mark.parametrize(("fault", "victim", "launcher", "pbs"), [
+    ("crash", "n2", "srun", False), ("freeze", "n3", "srun", False),
+    ("freeze", "n2", "mpirun", False),  # Open MPI's daemons on the frozen node stay silent too
+    ("crash", "n3", "mpiexec", True),  # Hydra under a PBS-looking job: pbsnodes is the scheduler asked
+])
 def test_a_dead_node_is_swapped_before_the_scheduler_notices(slow_scheduler_bed: Bed, tmp_path: Path, fault: str,
-                                                             victim: str) -> None:
-    code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, victim, [])
+                                                             victim: str, launcher: str, pbs: bool) -> None:
+    code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, victim, [], launcher, pbs)
     assert code == EXIT_OK, out[-3000:]
     attempts, _, entries, seen = read_run(run)
+    watch = next(o.detail for o in seen if o.kind == "watch")
+    assert watch.startswith("scheduler asked: pbs job " if pbs else "scheduler asked: slurm job "), watch
+    assert not any(o.kind == "scheduler-error" for o in seen), seen  # pbsnodes/scontrol answered each time
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "probed")]
     assert attempts[0].stopped_by == "scheduler"  # ended by the stall rule, not by srun giving up
     stalled = [o for o in seen if o.kind == "probe" and o.host == victim and "output stalled" in o.detail]

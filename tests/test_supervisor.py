@@ -292,6 +292,7 @@ def test_scheduler_report_plus_failed_probe_ends_a_stalled_attempt(leftovers: Pa
     assert attempts[0].stopped_by == "scheduler"
     assert [(e.host.name, e.reason) for e in entries] == [(victim, "scheduler")]
     assert ("scheduler", victim) in kinds and ("probe", victim) in kinds
+    assert ("watch", None) in kinds  # which scheduler watches the attempt, and the stall threshold, are recorded
 
 
 def test_scheduler_alone_never_evicts_a_node_making_progress(leftovers: Path) -> None:

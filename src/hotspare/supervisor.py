@@ -234,6 +234,8 @@ class Supervisor:
         running = self.runner.launch(argv, log_path, lambda chunk: watch.seen(chunk, self.clock(), self.wall()),
                                      env=self._env(number, ckpt))
         actor.started(number, running.pid)
+        stall = ("learned from the step cadence" if self.config.stall_s is None else f"{self.config.stall_s:g} s")
+        actor.note(number, "watch", None, f"scheduler asked: {self.scheduler.describe()}; stall threshold: {stall}")
         self._watch(running, watch, (actor, observer), number, pool)
         outcome = running.finish()
         ended = self.wall()

@@ -267,6 +267,14 @@ class SchedulerQuery:
                 raise ValueError(f"scheduler kind {self.kind!r}: use one of "
                                  f"{', '.join(SchedulerKind)} or None") from None
 
+    def describe(self) -> str:
+        """Who is asked about this job's nodes, in words for the ledger (``slurm job 42 (scontrol show node)``)."""
+        if self.kind is SchedulerKind.SLURM:
+            return f"slurm job {self.job_id} (scontrol show node)"
+        if self.kind is SchedulerKind.PBS:
+            return f"pbs job {self.job_id} (pbsnodes)"
+        return "no scheduler (neither SLURM_JOB_ID nor PBS_JOBID is set): hosts are judged by probes alone"
+
     def _ask(self, argv: Sequence[str]) -> str | None:
         """The command's stdout, or None (and the failure reported) when it did not answer."""
         done = self.run(argv, self.timeout_s)
