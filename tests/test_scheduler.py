@@ -132,4 +132,16 @@ def test_describe_names_who_is_asked() -> None:
     """The ledger's "watch" note says which scheduler is asked about the nodes, and how (or that none is)."""
     assert SchedulerQuery("slurm", "42").describe() == "slurm job 42 (scontrol show node)"
     assert SchedulerQuery("pbs", "9.pbs").describe() == "pbs job 9.pbs (pbsnodes)"
-    assert SchedulerQuery.detect({}).describe().startswith("no scheduler (neither SLURM_JOB_ID nor PBS_JOBID")
+    assert SchedulerQuery.detect({}).describe() == "none: hosts are judged by probes alone"
+
+
+def test_the_scheduler_can_be_named() -> None:
+    """--scheduler: auto prefers SLURM's job, a named scheduler wins over the environment, none asks nobody, and a
+    wrong name is refused in one line."""
+    both = {"SLURM_JOB_ID": "42", "PBS_JOBID": "9.pbs"}
+    assert SchedulerQuery.detect(both).describe() == "slurm job 42 (scontrol show node)"
+    assert SchedulerQuery.detect(both, choice="pbs").describe() == "pbs job 9.pbs (pbsnodes)"
+    assert SchedulerQuery.detect(both, choice="none").kind is None
+    assert SchedulerQuery.detect({}, choice="slurm").kind is SchedulerKind.SLURM
+    with pytest.raises(ValueError, match="scheduler 'lsf': use one of auto, slurm, pbs, none"):
+        SchedulerQuery.detect({}, choice="lsf")

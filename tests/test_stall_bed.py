@@ -53,10 +53,11 @@ MPI = {
                                   "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
 }
 
-#: Inside the allocation, the job presents itself as a PBS job (PBS_JOBID, PBS_NODEFILE; no SLURM_JOB_ID), so the
-#: supervisor asks ``pbsnodes`` (slurm-wlm-torque's) about its nodes, as on a PBS machine.
-AS_PBS = ['bash', '-c', 'export PBS_JOBID="$SLURM_JOB_ID" PBS_NODEFILE="$(generate_pbs_nodefile)"; '
-          'unset SLURM_JOB_ID; exec "$@"', 'as-pbs']
+#: Inside the allocation the job also carries PBS's variables (PBS_JOBID, PBS_NODEFILE, as slurm-wlm-torque's
+#: qsub would give it) and is told ``--scheduler pbs``, so the supervisor asks ``pbsnodes`` (slurm-wlm-torque's)
+#: about its nodes, as on a PBS machine. SLURM's own variables stay: Hydra starts its proxies through srun.
+AS_PBS = ['bash', '-c', 'export PBS_JOBID="$SLURM_JOB_ID" PBS_NODEFILE="$(generate_pbs_nodefile)"; exec "$@"',
+          'as-pbs']
 
 
 def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[str], launcher: str = "srun",
@@ -66,7 +67,7 @@ def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[st
     cmd = ["salloc", "-N4", "--no-kill", *(AS_PBS if pbs else []), str(HOTSPARE), "launch", "--launcher", launcher,
            "--launcher-cmd", program, "--nhosts", "3",
            "--checkpoint-dir", str(ckpt), "--run-dir", str(run), "--probe-timeout", "5",
-           "--", sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
+           *(["--scheduler", "pbs"] if pbs else []), "--", sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", "5",
            "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync", *extra]
     proc = subprocess.Popen(cmd, env={**bed.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)

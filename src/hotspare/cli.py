@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from hotspare.act.preflight import check_free_space, default_lfs
+from hotspare.act.scheduler import SCHEDULER_CHOICES
 from hotspare.decide.policy import Budgets
 from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
@@ -131,6 +132,9 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--stall", type=float, default=None,
                    help="seconds without output before the active hosts are probed and the scheduler asked, both at "
                    "once (default: learned per attempt, 5x the median gap between progress lines, at least 2 s)")
+    p.add_argument("--scheduler", choices=SCHEDULER_CHOICES, default="auto",
+                   help="who is asked about the nodes: auto (SLURM in a SLURM job, else PBS in a PBS job), slurm, "
+                   "pbs, or none (probes alone)")
     p.add_argument("--scheduler-poll", type=float, default=5.0,
                    help="seconds between looks (probe + scheduler) while output stays stalled")
     p.add_argument("--max-attempts", type=int, default=10, help="attempts in all, whatever their cause (then exit 3)")
@@ -386,7 +390,7 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
             ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
             probe_timeout_s=args.probe_timeout, stall_s=args.stall, scheduler_poll_s=args.scheduler_poll,
             spare_claims=args.spare_claims or None, shared_quarantine=_snapshot(args.quarantine),
-            budgets=budgets,
+            budgets=budgets, scheduler=args.scheduler,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

@@ -30,7 +30,7 @@ from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
 from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
 from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
-from hotspare.act.scheduler import SchedulerQuery
+from hotspare.act.scheduler import SCHEDULER_CHOICES, SchedulerQuery
 from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
 from hotspare.decide.policy import Action, Budgets, History
 from hotspare.decide.pool import Pool
@@ -76,9 +76,14 @@ class RunConfig:
     #: too; it is only ever read. What this run finds goes to its own ``quarantine.json``.
     shared_quarantine: str | None = None
     budgets: Budgets = field(default_factory=Budgets)
+    #: Which scheduler is asked about the nodes: ``auto`` (SLURM inside a SLURM job, else PBS inside a PBS job),
+    #: ``slurm``, ``pbs`` or ``none`` (probes alone judge the hosts).
+    scheduler: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launcher", launcher_kind(self.launcher))
+        if self.scheduler not in SCHEDULER_CHOICES:
+            raise ValueError(f"scheduler {self.scheduler!r}: use one of {', '.join(SCHEDULER_CHOICES)}")
         if not self.command:
             raise ValueError("no command to launch")
         if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:
@@ -134,8 +139,8 @@ class Supervisor:
         self.rng = rng or random.Random()  # noqa: S311 -- backoff jitter, not a secret
         self.on_attempt = on_attempt
         self.runner: Runner = runner if runner is not None else ProcessRunner(clock)
-        self.scheduler = scheduler if scheduler is not None else replace(SchedulerQuery.detect(),
-                                                                         run=self.runner.capture)
+        self.scheduler = scheduler if scheduler is not None else replace(
+            SchedulerQuery.detect(choice=config.scheduler), run=self.runner.capture)
         self._stop_requested = False
 
     def request_stop(self) -> None:

@@ -243,6 +243,10 @@ def _ignore(failure: QueryFailure) -> None:
     """The default ``on_failure``: the caller did not ask to hear about failures."""
 
 
+#: What ``--scheduler`` accepts (see :meth:`SchedulerQuery.detect`).
+SCHEDULER_CHOICES = ("auto", "slurm", "pbs", "none")
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerQuery:
     """Asks SLURM or PBS (whichever runs this job) about nodes and walltime.
@@ -273,7 +277,7 @@ class SchedulerQuery:
             return f"slurm job {self.job_id} (scontrol show node)"
         if self.kind is SchedulerKind.PBS:
             return f"pbs job {self.job_id} (pbsnodes)"
-        return "no scheduler (neither SLURM_JOB_ID nor PBS_JOBID is set): hosts are judged by probes alone"
+        return "none: hosts are judged by probes alone"
 
     def _ask(self, argv: Sequence[str]) -> str | None:
         """The command's stdout, or None (and the failure reported) when it did not answer."""
@@ -284,13 +288,18 @@ class SchedulerQuery:
         return None
 
     @classmethod
-    def detect(cls, environ: Mapping[str, str] | None = None) -> SchedulerQuery:
-        """SLURM inside a SLURM job, PBS inside a PBS job, otherwise a query that knows nothing."""
+    def detect(cls, environ: Mapping[str, str] | None = None, *, choice: str = "auto") -> SchedulerQuery:
+        """The query for ``choice`` (one of :data:`SCHEDULER_CHOICES`): ``auto`` is SLURM inside a SLURM job,
+        else PBS inside a PBS job, else a query that knows nothing; ``slurm``/``pbs`` name the scheduler (a site
+        whose PBS jobs also carry SLURM variables); ``none`` asks nobody."""
+        if choice not in SCHEDULER_CHOICES:
+            raise ValueError(f"scheduler {choice!r}: use one of {', '.join(SCHEDULER_CHOICES)}")
         env = os.environ if environ is None else environ
-        if env.get("SLURM_JOB_ID"):
-            return cls(SchedulerKind.SLURM, env["SLURM_JOB_ID"])
-        if env.get("PBS_JOBID"):
-            return cls(SchedulerKind.PBS, env["PBS_JOBID"])
+        slurm, pbs = env.get("SLURM_JOB_ID") or None, env.get("PBS_JOBID") or None
+        if choice == "slurm" or (choice == "auto" and slurm):
+            return cls(SchedulerKind.SLURM, slurm)
+        if choice == "pbs" or (choice == "auto" and pbs):
+            return cls(SchedulerKind.PBS, pbs)
         return cls(None, None)
 
     def node_states(self, hosts: Sequence[Host]) -> dict[Host, str]:

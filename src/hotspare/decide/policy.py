@@ -239,7 +239,7 @@ def _unattributed(
     # Every failure that named no host, node faults included, spends the one UNKNOWN budget: once it is
     # spent no sick node can be told from a healthy one here, so the job asks to be resubmitted (93).
     return _in_place(FailureClass.UNKNOWN, history, budgets, delay,
-                     label=f"{fclass.value} with no host named (every host answered a probe)")
+                     label=f"{fclass.value} with no host named (no probe singled one out)")
 
 
 def _struck(pool: Pool, history: History, budgets: Budgets) -> tuple[Host, ...]:
