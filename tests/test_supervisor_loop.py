@@ -235,11 +235,28 @@ def test_a_suspect_that_fails_its_probe_is_swapped_with_both_signals_recorded(tm
     probes = [o for o in ledger.observations(1) if o.kind == "probe"]
     ledger.close()
     assert code == EXIT_OK
-    assert runner.probed == [("n2", "n1"), ("n4", "n1")]  # the suspect and a control, not the whole allocation
+    # the suspect and a control, twice (1 s apart, overlapping), not the whole allocation; then the spare
+    assert runner.probed == [("n2", "n1"), ("n2", "n1"), ("n4", "n1")]
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n2",), "probed")
     assert any(e.host == "n2" for e in evidence)
-    assert {(o.host, o.detail.split(":")[0]) for o in probes} == {
-        ("n2", "named as a suspect by the log"), ("n1", "named as a suspect by the log (control)")}
+    assert sorted((o.host, o.detail.split(":")[0]) for o in probes) == [
+        ("n1", "named as a suspect by the log (control), first probe"),
+        ("n1", "named as a suspect by the log (control), second probe"),
+        ("n2", "named as a suspect by the log, first probe"), ("n2", "named as a suspect by the log, second probe")]
+
+
+def test_a_slow_suspect_that_answers_the_second_probe_is_untouched(tmp_path: Path) -> None:
+    """The suspect misses the first quick probe (a loaded node) and answers the second: one miss is not a failed
+    probe, so nobody is swapped; both answers are recorded."""
+    runner = FakeRunner([Script(LAUNCH_FAILED, 1), Script(b"step=9\n", 0)], flaky={"n2": 1})
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    probes = [o.detail for o in ledger.observations(1) if o.kind == "probe" and o.host == "n2"]
+    entries = Quarantine.attach(ledger.connection).entries()
+    ledger.close()
+    assert code == EXIT_OK and entries == []
+    assert decisions[0].action == "retry" and decisions[0].hosts == ()
+    assert ["first probe: no answer" in probes[0], "second probe: answered" in probes[1]] == [True, True], probes
 
 
 def test_suspects_that_answer_are_untouched_network_in_place_then_93(tmp_path: Path) -> None:
@@ -264,7 +281,7 @@ def test_two_suspects_dead_together_are_both_swapped(tmp_path: Path) -> None:
               b"operation\n")
     runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n3"}))
     decisions = _supervise_on(tmp_path, runner, ("n1", "n2", "n3", "n4", "n5"), 3).decisions
-    assert runner.probed == [("n1", "n3", "n2"), ("n4", "n5", "n2")]
+    assert runner.probed == [("n1", "n3", "n2"), ("n1", "n3", "n2"), ("n4", "n5", "n2")]
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n3"), "probed")
 
 
@@ -287,7 +304,7 @@ def test_every_active_host_a_suspect_and_dead_a_spare_is_the_control(tmp_path: P
               b"failure\nsrun: error: Task launch for StepId=7.0 failed on node n2: Communication connection failure\n")
     runner = FakeRunner([Script(output, 1), Script(b"step=9\n", 0)], dead=frozenset({"n1", "n2"}))
     decisions = _supervise_on(tmp_path, runner, ("n1", "n2", "n3", "n4"), 2).decisions
-    assert runner.probed == [("n1", "n2", "n3"), ("n3", "n4")]  # no control: nothing stays
+    assert runner.probed == [("n1", "n2", "n3"), ("n1", "n2", "n3"), ("n3", "n4")]  # the spare is the control
     assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n1", "n2"), "probed")
     assert nodelists(runner)[1] == "--nodelist=n3,n4"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
-from hotspare.act.probe import SUSPECT_PROBE_S, ProbeResult
+from hotspare.act.probe import ProbeResult
 from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
 from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why
 from hotspare.decide.policy import Decision
@@ -189,6 +189,31 @@ class Observer:
                       "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
         return results
 
+    def probe_suspects(self, number: int, suspects: Sequence[Host], active: Sequence[Host], *,
+                       control: Host | None) -> tuple[ProbeResult, ...]:
+        """Probe the hosts a log named only as suspects (and a ``control``) at once, twice, the second
+        :data:`STALL_PROBE_GAP_S` after the first, each with the short stall deadline: a suspect has failed only
+        when it missed both (a slow but live node answers one). The lead and the failed probes are the two
+        signals. A dead node is known ~3 s after the question instead of after a whole probe timeout. Every
+        answer of both rounds is noted; the result per host is its answer if it gave one, else its second miss."""
+        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        hosts = [*suspects, *([control] if control is not None and control not in suspects else [])]
+        first, second = self._two_probes(hosts, how)
+        merged: list[ProbeResult] = []
+        for one, two in zip(first, second, strict=True):
+            for res, turn in ((one, "first"), (two, "second")):
+                extra = " (control)" if res.host == control else ""
+                self.note(number, "probe", res.host.name, f"{PROBE_WHY_SUSPECT}{extra}, {turn} probe: {res.detail}")
+            merged.append(one if one.ok else two)
+        failed = [r.host for r in merged if not r.ok]
+        if control is not None and control in failed:
+            self.note(number, "probe", None, f"the control {control.name} did not answer either: the probe or "
+                      "launcher is suspect, so no host is blamed on it")
+        elif control is None and no_host_answered(failed, active):
+            self.note(number, "probe", None,
+                      "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
+        return tuple(merged)
+
     def readmission(self, hosts: Sequence[Host]) -> list[ProbeResult]:
         """Probe quarantined hosts whose time is up (noted by the caller, which readmits them)."""
         return self.runner.probe(hosts, self.how)
@@ -268,10 +293,7 @@ class Observer:
         """``obs`` with the answer to ``ask`` (a PROBE ``decision`` may name the hosts to probe)."""
         if ask is Ask.PROBE:
             if decision is not None and decision.probe:
-                # Suspects are probed at once with a short deadline: the lead and a failed probe are two signals.
-                probes = self.probe(number, decision.probe, PROBE_WHY_SUSPECT, pool.active,
-                                    timeout_s=min(self.how.timeout_s, SUSPECT_PROBE_S),
-                                    control=decision.probe_control)
+                probes = self.probe_suspects(number, decision.probe, pool.active, control=decision.probe_control)
                 return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
             return replace(obs, probes=self.probe(number, pool.active, why, pool.active), probe_why=why)
