@@ -2,7 +2,7 @@
 """The node-kill campaign on the real SLURM test bed (root; see tests/testbed).
 
 Each run brings up a fresh 4-node bed, runs `salloc -N4 --no-kill hotspare launch --launcher srun
---nhosts 3` with the synthetic trainer (``--sync``: one dead node stalls every rank), and injects one
+--nhosts 3` (hotspare's defaults otherwise, as a new user runs it) with the synthetic trainer (``--sync``: one dead node stalls every rank), and injects one
 fault once step 10 is logged: crash a node, freeze it, SIGKILL one of its ranks, or (no node at
 fault) ENOSPC raised by the trainer. Four kinds stress precision instead, and must retire nobody:
 ``slowckpt`` (rank 0 silent for 3x the learned stall threshold after step 10, like a long checkpoint
@@ -116,14 +116,17 @@ def one_run(index: int, kind: str, victim: str, root: Path, *, launcher: str = "
         program, mpi_env = LAUNCHERS[launcher]
         cmd = ["salloc", "-N4", "--no-kill", str(Path(sys.executable).with_name("hotspare")), "launch",
                "--launcher", launcher, "--launcher-cmd", program, "--nhosts", "3", "--checkpoint-dir", str(ckpt), "--run-dir", str(run),
-               "--backoff", "0.5", "--probe-timeout", "5", "--scheduler-poll", "2", "--", sys.executable, "-m", "hotspare.sim.trainer",
+               "--", sys.executable, "-m", "hotspare.sim.trainer",
                "--steps", str(steps), "--ckpt-every", "5", "--ckpt-dir", str(ckpt), "--step-s", "0.2", "--sync",
                *extra]
-        proc = subprocess.Popen(cmd, env={**bed.env, **mpi_env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        work.mkdir(parents=True, exist_ok=True)
+        with (work / "hotspare.out").open("wb") as out:
+            proc = subprocess.Popen(cmd, env={**bed.env, **mpi_env}, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         # ENOSPC is raised by the trainer itself at step 10 (before it prints it); slowckpt pauses after it.
         if not _wait_step(run / "attempt-1.log", 5 if kind == "enospc" else 10, proc):
-            raise RuntimeError(f"run {index}: the job never got going")
+            said = (work / "hotspare.out").read_text(errors="replace").strip().splitlines()[-8:]
+            raise RuntimeError(f"run {index}: the job never got going; hotspare said:\n" + "\n".join(said))
         t_fault = time.time()
         _inject(bed, kind, victim, started)
         detect = _slurm_detect_s(bed, victim, t_fault, proc) if kind in ("crash", "freeze") else None
