@@ -90,6 +90,8 @@ class FakeRunner:
     answer: Completed | None = None
     #: Hosts that miss this many probes, then answer (a slow or briefly frozen node).
     flaky: dict[str, int] = field(default_factory=dict)
+    #: Seconds this site's launcher takes to start a probe: a probe with a shorter deadline misses on every host.
+    probe_start_s: float = 0.0
     clock: FakeClock = field(default_factory=FakeClock)
     launched: list[tuple[str, ...]] = field(default_factory=list)
     probed: list[tuple[str, ...]] = field(default_factory=list)
@@ -105,7 +107,7 @@ class FakeRunner:
         self.probed.append(tuple(h.name for h in hosts))
         found = []
         for h in hosts:
-            silent = h.name in self.dead or self.flaky.get(h.name, 0) > 0
+            silent = h.name in self.dead or self.flaky.get(h.name, 0) > 0 or how.timeout_s < self.probe_start_s
             if self.flaky.get(h.name, 0) > 0:
                 self.flaky[h.name] -= 1
             found.append(ProbeResult(h, not silent, "no answer within 3 s" if silent else "answered"))
@@ -168,10 +170,25 @@ def test_an_unattributed_failure_is_probed_and_the_silent_host_swapped(tmp_path:
     decisions, probes = ledger.decisions(), [o for o in ledger.observations(1) if o.kind == "probe"]
     ledger.close()
     assert code == EXIT_OK
-    assert runner.probed == [("n1", "n2", "n3"), ("n4", "n1")]  # then the spare, before use
+    # every active host twice (quick, 1 s apart), then the spare, before use
+    assert runner.probed == [("n1", "n2", "n3"), ("n1", "n2", "n3"), ("n4", "n1")]
     assert (decisions[0].action, decisions[0].hosts, decisions[0].quarantine_reason) == ("swap", ("n3",), "probed")
     assert {o.host for o in probes} == {"n1", "n2", "n3"}
     assert nodelists(runner)[1] == "--nodelist=n1,n2,n4"
+
+
+def test_quick_probes_every_host_misses_fall_back_to_the_full_timeout(tmp_path: Path) -> None:
+    """A site whose launcher needs 3 s to start a probe: both quick rounds (2 s deadline) miss on every host, which
+    blames nobody; the hosts are probed once more with the full --probe-timeout, and that round finds n3."""
+    runner = FakeRunner([Script(b"step=4\n", 1), Script(b"step=9\n", 0)], dead=frozenset({"n3"}), probe_start_s=3.0)
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    notes = [o.detail for o in ledger.observations(1) if o.kind == "probe" and o.host is None]
+    ledger.close()
+    assert code == EXIT_OK
+    assert runner.probed[:3] == [("n1", "n2", "n3")] * 3  # two quick rounds, then the full one
+    assert (decisions[0].hosts, decisions[0].quarantine_reason) == (("n3",), "probed")
+    assert any("probed again with the full timeout" in n for n in notes), notes
 
 
 def test_an_unattributed_failure_every_host_answers_retries_twice_then_93(tmp_path: Path) -> None:
@@ -182,7 +199,7 @@ def test_an_unattributed_failure_every_host_answers_retries_twice_then_93(tmp_pa
     ledger.close()
     assert code == EXIT_RETRY_ELSEWHERE
     assert [d.action for d in decisions] == ["retry", "retry", "stop"]
-    assert len(runner.launched) == 3 and len(runner.probed) == 3
+    assert len(runner.launched) == 3 and len(runner.probed) == 6  # two quick probes after each failure
     assert set(nodelists(runner)) == {"--nodelist=n1,n2,n3"}
 
 

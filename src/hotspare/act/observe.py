@@ -189,23 +189,29 @@ class Observer:
                       "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
         return results
 
-    def probe_suspects(self, number: int, suspects: Sequence[Host], active: Sequence[Host], *,
-                       control: Host | None) -> tuple[ProbeResult, ...]:
-        """Probe the hosts a log named only as suspects (and a ``control``) at once, twice, the second
-        :data:`STALL_PROBE_GAP_S` after the first, each with the short stall deadline: a suspect has failed only
-        when it missed both (a slow but live node answers one). The lead and the failed probes are the two
-        signals. A dead node is known ~3 s after the question instead of after a whole probe timeout. Every
-        answer of both rounds is noted; the result per host is its answer if it gave one, else its second miss."""
-        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
-        hosts = [*suspects, *([control] if control is not None and control not in suspects else [])]
-        first, second = self._two_probes(hosts, how)
-        merged: list[ProbeResult] = []
+    def probe_quick(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
+                    control: Host | None = None) -> tuple[ProbeResult, ...]:
+        """Probe ``hosts`` (and a ``control``) at once, twice, the second :data:`STALL_PROBE_GAP_S` after the
+        first, each with the short stall deadline: a host has failed only when it missed both (a slow but live
+        node answers one), so a dead node is known ~3 s after the question instead of after a whole
+        ``--probe-timeout``. Every answer of both rounds is noted; the result per host is its answer if it gave
+        one, else its second miss. When the quick round itself is in doubt (the control, or every active host,
+        missed both: a site whose launcher takes longer than the short deadline to start a probe), the hosts
+        are probed once more with the full ``--probe-timeout`` and that round decides."""
+        quick = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        asked = [*hosts, *([control] if control is not None and control not in hosts else [])]
+        first, second = self._two_probes(asked, quick)
+        merged = [one if one.ok else two for one, two in zip(first, second, strict=True)]
+        failed = [r.host for r in merged if not r.ok]
+        in_doubt = control in failed if control is not None else no_host_answered(failed, active)
+        if in_doubt and self.how.timeout_s > quick.timeout_s:
+            self.note(number, "probe", None, f"{why}: no answer to two quick probes from "
+                      f"{', '.join(h.name for h in failed)}: probed again with the full timeout")
+            return self.probe(number, hosts, why, active, control=control)
         for one, two in zip(first, second, strict=True):
             for res, turn in ((one, "first"), (two, "second")):
                 extra = " (control)" if res.host == control else ""
-                self.note(number, "probe", res.host.name, f"{PROBE_WHY_SUSPECT}{extra}, {turn} probe: {res.detail}")
-            merged.append(one if one.ok else two)
-        failed = [r.host for r in merged if not r.ok]
+                self.note(number, "probe", res.host.name, f"{why}{extra}, {turn} probe: {res.detail}")
         if control is not None and control in failed:
             self.note(number, "probe", None, f"the control {control.name} did not answer either: the probe or "
                       "launcher is suspect, so no host is blamed on it")
@@ -293,10 +299,11 @@ class Observer:
         """``obs`` with the answer to ``ask`` (a PROBE ``decision`` may name the hosts to probe)."""
         if ask is Ask.PROBE:
             if decision is not None and decision.probe:
-                probes = self.probe_suspects(number, decision.probe, pool.active, control=decision.probe_control)
+                probes = self.probe_quick(number, decision.probe, PROBE_WHY_SUSPECT, pool.active,
+                                          control=decision.probe_control)
                 return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
-            return replace(obs, probes=self.probe(number, pool.active, why, pool.active), probe_why=why)
+            return replace(obs, probes=self.probe_quick(number, pool.active, why, pool.active), probe_why=why)
         left = self.scheduler.walltime_left_s()
         self.failures(number)
         every = checkpoint_interval_s(checkpoint_dir)
