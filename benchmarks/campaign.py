@@ -45,7 +45,7 @@ from hotspare.record.postmortem import build_report
 from hotspare.sim.trainer import fault_free_checksum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from testbed.cluster import Bed  # the test bed lives beside the tests
+from testbed.cluster import Bed, end_session  # the test bed lives beside the tests
 
 STEPS = 40
 KINDS = ("crash", "freeze", "rankkill", "enospc", "slowckpt", "stress", "ctldstop", "blip")
@@ -138,8 +138,8 @@ def one_run(index: int, kind: str, victim: str, root: Path, *, launcher: str = "
         for pid in started:  # the stress hogs end by themselves; this is for a campaign interrupted early
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc is not None:
+            end_session(proc)
         bed.down()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -8,8 +8,6 @@ failed probe, swaps the node for the spare and resumes.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from hotspare.errors import EXIT_OK
 from hotspare.record.ledger import AttemptRow, Ledger
 from hotspare.record.quarantine import Entry, Quarantine
 from hotspare.sim.trainer import fault_free_checksum
+from testbed.cluster import end_session
 
 #: The fault comes at step 10 (checkpoints every 5): 10 steps after the resume prove it as well as 30 did.
 STEPS = 20
@@ -70,9 +69,7 @@ def test_srun_node_fault_is_swapped_and_resumed(slurm_bed, tmp_path: Path, fault
     finally:
         if fault == "freeze":
             slurm_bed.thaw(victim)
-        if proc.poll() is None:  # end salloc and the supervisor under it (their own session)
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_session(proc)  # salloc and the supervisor under it (their own session)
     assert proc.returncode == EXIT_OK, out.decode()[-2000:]
     ledger = Ledger.open(run)
     attempts = ledger.attempts()
@@ -102,9 +99,7 @@ def _finish(proc: subprocess.Popen[bytes]) -> str:
     try:
         out, _ = proc.communicate(timeout=300)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_session(proc)  # salloc and the supervisor under it (their own session)
     return out.decode(errors="replace")
 
 

@@ -25,7 +25,7 @@ import pytest
 from conftest import HOTSPARE, read_run
 from hotspare.errors import EXIT_OK
 from hotspare.sim.trainer import fault_free_checksum
-from testbed.cluster import Bed
+from testbed.cluster import Bed, end_session
 
 STEPS = 30
 
@@ -60,7 +60,7 @@ AS_PBS = ['bash', '-c', 'export PBS_JOBID="$SLURM_JOB_ID" PBS_NODEFILE="$(genera
           'as-pbs']
 
 
-def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[str], launcher: str = "srun",
+def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[str], *, launcher: str = "srun",
                     pbs: bool = False) -> tuple[int, str, Path]:
     run, ckpt = tmp / "run", tmp / "ckpt"
     program, env = MPI[launcher]
@@ -93,20 +93,19 @@ def _run_with_fault(bed: Bed, tmp: Path, fault: str, victim: str, extra: list[st
         for pid in frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_session(proc)  # salloc and the supervisor under it (their own session)
     return proc.returncode, out.decode(errors="replace"), run
 
 
-@pytest.mark.parametrize(("fault", "victim", "launcher", "pbs"), [
+@pytest.mark.parametrize("case", [
     ("crash", "n2", "srun", False), ("freeze", "n3", "srun", False),
     ("freeze", "n2", "mpirun", False),  # Open MPI's daemons on the frozen node stay silent too
     ("freeze", "n3", "mpiexec", True),  # Hydra in a PBS-looking job (pbsnodes asked); a crash Hydra sees itself
-])
-def test_a_dead_node_is_swapped_before_the_scheduler_notices(slow_scheduler_bed: Bed, tmp_path: Path, fault: str,
-                                                             victim: str, launcher: str, pbs: bool) -> None:
-    code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, victim, [], launcher, pbs)
+], ids=lambda c: f"{c[0]}-{c[2]}{'-pbs' if c[3] else ''}")
+def test_a_dead_node_is_swapped_before_the_scheduler_notices(slow_scheduler_bed: Bed, tmp_path: Path,
+                                                             case: tuple[str, str, str, bool]) -> None:
+    fault, victim, launcher, pbs = case
+    code, out, run = _run_with_fault(slow_scheduler_bed, tmp_path, fault, victim, [], launcher=launcher, pbs=pbs)
     assert code == EXIT_OK, out[-3000:]
     attempts, _, entries, seen = read_run(run)
     watch = next(o.detail for o in seen if o.kind == "watch")

@@ -8,8 +8,6 @@ reports ``Task launch for StepId=... failed on node nX``: a lead, not evidence.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from conftest import HOTSPARE, read_run
 from hotspare.errors import EXIT_OK
 from hotspare.sim.trainer import fault_free_checksum
+from testbed.cluster import end_session
 
 STEPS = 20
 
@@ -68,9 +67,7 @@ def _run(bed, tmp: Path, launcher: Path, nhosts: int) -> tuple[int, str, Path]: 
     try:
         out, _ = proc.communicate(timeout=240)
     finally:
-        if proc.poll() is None:  # end salloc and the supervisor under it (their own session)
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_session(proc)  # salloc and the supervisor under it (their own session)
     return proc.returncode, out.decode(errors="replace"), run
 
 

@@ -14,6 +14,7 @@ slurm-client and munge.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -320,3 +321,21 @@ def _children(pid: int) -> list[int]:
 def _child_of(pid: int) -> int | None:
     kids = _children(pid)
     return kids[0] if kids else None
+
+
+def end_session(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
+    """End a job started in a session of its own (``salloc ... hotspare launch``) that is still running: SIGTERM
+    to its group first, so the supervisor under it ends its launcher and probes (whose helpers may have left the
+    group), then SIGKILL after ``grace_s``. A SIGKILL alone would orphan them, and an orphaned ``srun`` keeps
+    asking the next bed's controller for its step."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

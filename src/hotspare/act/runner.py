@@ -60,7 +60,7 @@ def capture(argv: Sequence[str], *, timeout_s: float, env: Mapping[str, str] | N
         out, err = proc.communicate(timeout=timeout_s)
         return Completed(tuple(argv), proc.returncode, out, err, False)
     except subprocess.TimeoutExpired:
-        kill_group(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid, signal.SIGKILL)
         try:
             out, err = proc.communicate(timeout=AFTER_KILL_S)
         except subprocess.TimeoutExpired:
@@ -74,6 +74,46 @@ def capture(argv: Sequence[str], *, timeout_s: float, env: Mapping[str, str] | N
 def _reap(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(OSError, ValueError):
         proc.communicate()
+
+
+def descendants(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
+    """The PIDs below ``pid`` in the process tree, now (Linux ``/proc``; empty where it cannot be read).
+
+    A launcher's helpers may leave its process group: Hydra starts each ``srun`` of its proxies in a session
+    of its own. Killing the launcher's group then orphans them, and an orphaned ``srun`` keeps asking the
+    controller for its step (on the bed: steps queued for minutes after the probe that started them was gone).
+    """
+    children: dict[int, list[int]] = {}
+    for entry in proc_dir.iterdir() if proc_dir.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    for _ in range(100_000):  # bounded: a process table is finite
+        if not todo:
+            break
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def kill_tree(pid: int, sig: int) -> None:
+    """Signal the process group led by ``pid`` (one we started) and every process below ``pid`` that left the
+    group (see :func:`descendants`): each by its PID, found just before."""
+    below = descendants(pid)
+    kill_group(pid, sig)
+    for child in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, sig)
 
 
 def kill_group(pid: int, sig: int) -> bool:
@@ -209,7 +249,12 @@ class Launch:
         deadline = self.clock() + grace_s
         while self._proc.poll() is None and self.clock() < deadline:
             self.poll(0.05)
-        kill_group(self._proc.pid, signal.SIGKILL)
+        # What the launcher did not end in the grace dies now, with the helpers that left its group (its PID is
+        # still ours while it is not reaped; once reaped, only its group is signalled).
+        if self._proc.poll() is None:
+            kill_tree(self._proc.pid, signal.SIGKILL)
+        else:
+            kill_group(self._proc.pid, signal.SIGKILL)
 
     def finish(self) -> Outcome:
         """Wait for the end (output drained), close the log, and report."""
