@@ -181,12 +181,7 @@ class Observer:
             detail = f"{why}{' (control)' if res.host == control else ''}: {res.detail}"
             self.note(number, "probe", res.host.name, detail)
         failed = [r.host for r in results if not r.ok]
-        if control is not None and control in failed:
-            self.note(number, "probe", None, f"the control {control.name} did not answer either: the probe or "
-                      "launcher is suspect, so no host is blamed on it")
-        elif control is None and no_host_answered(failed, active):
-            self.note(number, "probe", None,
-                      "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
+        self._note_doubt(number, failed, active, control)
         return results
 
     def probe_quick(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
@@ -212,13 +207,17 @@ class Observer:
             for res, turn in ((one, "first"), (two, "second")):
                 extra = " (control)" if res.host == control else ""
                 self.note(number, "probe", res.host.name, f"{why}{extra}, {turn} probe: {res.detail}")
+        self._note_doubt(number, failed, active, control)
+        return tuple(merged)
+
+    def _note_doubt(self, number: int, failed: Sequence[Host], active: Sequence[Host], control: Host | None) -> None:
+        """Say so when a probe round is in doubt: the control failed, or (no control) every active host did."""
         if control is not None and control in failed:
             self.note(number, "probe", None, f"the control {control.name} did not answer either: the probe or "
                       "launcher is suspect, so no host is blamed on it")
         elif control is None and no_host_answered(failed, active):
             self.note(number, "probe", None,
                       "no active host answered: the probe or launcher is suspect, so no host is blamed on it")
-        return tuple(merged)
 
     def readmission(self, hosts: Sequence[Host]) -> list[ProbeResult]:
         """Probe quarantined hosts whose time is up (noted by the caller, which readmits them)."""
