@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from hotspare.act.runner import capture, descendants
+from hotspare.act.runner import Launch, capture, descendants, signal_known
 
 #: Starts, through a parent that exits at once, a process in its own session that inherits stdout and stderr and
 #: holds them open: out of reach of a group kill and of the process tree (reparented), like a step nobody can end
@@ -73,13 +73,50 @@ def test_a_timed_out_command_takes_the_helpers_that_left_its_group_with_it(tmp_p
     assert _state(helper) in ("Z", "X", None), "the helper outside the group was left running"
 
 
-def test_descendants_reads_the_process_tree(tmp_path: Path) -> None:
-    """A fake /proc: children and grandchildren are found, other processes and unreadable entries are not."""
-    for pid, ppid in ((10, 1), (11, 10), (12, 11), (13, 1), (14, 10)):
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "stat").write_text(f"{pid} (odd) name) S {ppid} {pid} {pid} 0\n")
-    (tmp_path / "15").mkdir()  # gone meanwhile: no stat
-    (tmp_path / "self").mkdir()
-    assert sorted(descendants(10, tmp_path)) == [11, 12, 14]
-    assert descendants(13, tmp_path) == []
+def _fake_stat(pid: int, ppid: int, start: int) -> str:
+    """A /proc/PID/stat line: the name holds a space and a paren; parent is field 4, start time field 22."""
+    rest = ["S", str(ppid)] + ["0"] * 17 + [str(start), "0"]
+    return f"{pid} (odd) name) {' '.join(rest)}\n"
 
+
+def test_descendants_and_signal_known_read_the_process_tree(tmp_path: Path) -> None:
+    """A fake /proc: children and grandchildren are found with their start times, other processes and
+    unreadable entries are not; a PID whose start time changed (reused) is not signalled. The PIDs are above
+    Linux's largest pid_max (2**22), so no real process could ever be signalled here."""
+    base = 2**22 + 10
+    for pid, ppid in ((base, 1), (base + 1, base), (base + 2, base + 1), (base + 3, 1), (base + 4, base)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(_fake_stat(pid, ppid, pid - base + 10))
+    (tmp_path / str(base + 5)).mkdir()  # gone meanwhile: no stat
+    (tmp_path / "self").mkdir()
+    assert descendants(base, tmp_path) == {base + 1: 11, base + 2: 12, base + 4: 14}
+    assert descendants(base + 3, tmp_path) == {}
+    seen: list[int] = []
+    (tmp_path / str(base + 2) / "stat").write_text(_fake_stat(base + 2, base + 1, 5000))  # the PID was reused
+    original = os.kill
+    os.kill = lambda pid, sig: seen.append(pid)  # type: ignore[assignment]
+    try:
+        signal_known({base + 1: 11, base + 2: 12, base + 9: 1}, signal.SIGKILL, tmp_path)
+    finally:
+        os.kill = original
+    assert seen == [base + 1]  # the same process; not the reused PID, not the one that is gone
+
+
+def test_a_launcher_that_exits_by_itself_takes_its_helpers_with_it(tmp_path: Path) -> None:
+    """A launcher that starts a helper in a session of its own and then exits (Hydra after a node died, its
+    proxies' srun left behind): once the attempt is finished, the helper is gone."""
+    pidfile = tmp_path / "helper.pid"
+    script = ("import subprocess, sys, time\n"
+              "h = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+              f"open({str(pidfile)!r}, 'w').write(str(h.pid))\n"
+              "time.sleep(2.5)\n")
+    launch = Launch([sys.executable, "-c", script], tmp_path / "log", lambda chunk: None)
+    launch.start()
+    outcome = launch.finish()
+    assert outcome.rc == 0
+    helper = int(pidfile.read_text())
+    for _ in range(100):  # bounded: 5 s for the helper to be gone
+        if _state(helper) in ("Z", "X", None):
+            break
+        time.sleep(0.05)
+    assert _state(helper) in ("Z", "X", None), "the helper the launcher left was not ended"

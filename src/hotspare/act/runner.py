@@ -76,44 +76,73 @@ def _reap(proc: subprocess.Popen[str]) -> None:
         proc.communicate()
 
 
-def descendants(pid: int, proc_dir: Path = Path("/proc")) -> list[int]:
-    """The PIDs below ``pid`` in the process tree, now (Linux ``/proc``; empty where it cannot be read).
+#: How often a running launcher's process tree is read (its helpers are remembered, to be ended with it).
+FAMILY_LOOK_S = 1.0
+
+
+def _table(proc_dir: Path) -> dict[int, tuple[int, int]]:
+    """Every process now: PID -> (parent PID, start time in clock ticks), from Linux ``/proc``."""
+    table: dict[int, tuple[int, int]] = {}
+    for entry in proc_dir.iterdir() if proc_dir.is_dir() else ():
+        if entry.name.isdigit():
+            fields = _stat(entry)
+            if fields is not None:
+                table[int(entry.name)] = fields
+    return table
+
+
+def _stat(entry: Path) -> tuple[int, int] | None:
+    """(parent PID, start time) of the process at ``entry`` (``/proc/PID``), None if it is gone or unreadable."""
+    try:
+        stat = entry.joinpath("stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces and parens
+    try:
+        return int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def descendants(pid: int, proc_dir: Path = Path("/proc")) -> dict[int, int]:
+    """The processes below ``pid`` in the process tree now, PID -> start time (empty where ``/proc`` cannot be
+    read). The start time tells a process from a later one that reuses its PID.
 
     A launcher's helpers may leave its process group: Hydra starts each ``srun`` of its proxies in a session
-    of its own. Killing the launcher's group then orphans them, and an orphaned ``srun`` keeps asking the
+    of its own. Ending the launcher's group then orphans them, and an orphaned ``srun`` keeps asking the
     controller for its step (on the bed: steps queued for minutes after the probe that started them was gone).
     """
     children: dict[int, list[int]] = {}
-    for entry in proc_dir.iterdir() if proc_dir.is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: list[int] = []
+    table = _table(proc_dir)
+    for child, (parent, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found: dict[int, int] = {}
     todo = [pid]
-    for _ in range(100_000):  # bounded: a process table is finite
+    for _ in range(len(table) + 1):  # bounded: each process is visited once
         if not todo:
             break
         for child in children.get(todo.pop(), []):
             if child not in found:
-                found.append(child)
+                found[child] = table[child][1]
                 todo.append(child)
     return found
 
 
+def signal_known(procs: Mapping[int, int], sig: int, proc_dir: Path = Path("/proc")) -> None:
+    """Signal each process of ``procs`` (PID -> start time) that is still the same process, by its PID."""
+    for pid, start in procs.items():
+        now = _stat(proc_dir / str(pid))
+        if now is not None and now[1] == start:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
 def kill_tree(pid: int, sig: int) -> None:
-    """Signal the process group led by ``pid`` (one we started) and every process below ``pid`` that left the
-    group (see :func:`descendants`): each by its PID, found just before."""
+    """Signal the process group led by ``pid`` (one we started, not yet reaped) and every process below it
+    that left the group (see :func:`descendants`)."""
     below = descendants(pid)
     kill_group(pid, sig)
-    for child in below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(child, sig)
+    signal_known(below, sig)
 
 
 def kill_group(pid: int, sig: int) -> bool:
@@ -181,6 +210,9 @@ class Launch:
         self._tail = b""
         self._started = 0.0
         self.stopped_by: StopCause | None = None
+        #: The launcher's helpers seen so far (PID -> start time), ended with it even when they left its group.
+        self._family: dict[int, int] = {}
+        self._family_seen_s = float("-inf")
 
     def start(self) -> None:
         """Start the launcher in its own session; its log is opened for append, never truncated."""
@@ -202,6 +234,7 @@ class Launch:
         """Read output for up to ``timeout_s``; the rc once the launcher has exited and its output is drained."""
         assert self._proc is not None and self._proc.stdout is not None, "start() first"
         deadline = self.clock() + timeout_s
+        self._look_at_family()
         while True:
             chunk = b"" if self._eof else self._read()
             if chunk:
@@ -212,6 +245,18 @@ class Launch:
             if self.clock() >= deadline:
                 return None
             self._wait_readable(min(0.05, max(0.0, deadline - self.clock())))
+
+    def _look_at_family(self) -> None:
+        """Remember the launcher's helpers (at most every :data:`FAMILY_LOOK_S`, while it runs unreaped)."""
+        assert self._proc is not None
+        now = self.clock()
+        if now - self._family_seen_s >= FAMILY_LOOK_S and self._proc.returncode is None:
+            self._family_seen_s = now
+            self._family.update(descendants(self._proc.pid))
+
+    def _end_family(self) -> None:
+        """SIGKILL the helpers the launcher left behind (each checked to be the same process first)."""
+        signal_known(self._family, signal.SIGKILL)
 
     def _wait_readable(self, timeout_s: float) -> None:
         """Sleep until output (or EOF) arrives, at most ``timeout_s``: a launcher's exit is seen at once."""
@@ -249,12 +294,11 @@ class Launch:
         deadline = self.clock() + grace_s
         while self._proc.poll() is None and self.clock() < deadline:
             self.poll(0.05)
-        # What the launcher did not end in the grace dies now, with the helpers that left its group (its PID is
-        # still ours while it is not reaped; once reaped, only its group is signalled).
+        # What the launcher did not end in the grace dies now, with the helpers that left its group.
         if self._proc.poll() is None:
-            kill_tree(self._proc.pid, signal.SIGKILL)
-        else:
-            kill_group(self._proc.pid, signal.SIGKILL)
+            self._family.update(descendants(self._proc.pid))
+        kill_group(self._proc.pid, signal.SIGKILL)
+        self._end_family()
 
     def finish(self) -> Outcome:
         """Wait for the end (output drained), close the log, and report."""
@@ -262,8 +306,9 @@ class Launch:
         rc = self.poll(0.0)
         while rc is None:
             rc = self.poll(1.0)
-        # Children the launcher left behind in its group die with it.
+        # Children the launcher left behind die with it: those in its group, and the helpers seen outside it.
         kill_group(self._proc.pid, signal.SIGKILL)
+        self._end_family()
         if self._proc.stdout is not None:
             self._proc.stdout.close()
         if self._log is not None:
