@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hotspare.act.observe import STALL_PROBE_S, STALL_RECHECK_S, STALL_STARTUP_S
+from hotspare.act.observe import STALL_PROBE_GAP_S, STALL_PROBE_S, STALL_RECHECK_S, STALL_STARTUP_S
 from hotspare.supervisor import RunConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +127,7 @@ class Measured:
     recall: float
     #: Hang (frozen node) -> first progress after: the campaign's freeze runs, else the stall rule's own bound.
     hang_s: float
-    probe_timeout_s: float
+    probe_timeout_s: float  # what finding a missed dead node by probe costs (two quick probes)
     campaign: str
     attribution: str
 
@@ -166,7 +166,9 @@ def load_measured(campaign: Path, attribution: Path) -> Measured:
         campaign_correct=sum(bool(r.get("correct")) for r in runs) / len(runs),
         precision=float(figures["precision"]), recall=float(figures["recall"]),
         hang_s=statistics.fmean(freeze) if freeze else STALL_STARTUP_S + 2 * STALL_PROBE_S + STALL_RECHECK_S,
-        probe_timeout_s=float(defaults["probe_timeout_s"]),  # type: ignore[arg-type]
+        # The probe after a launch that missed the dead node: two quick probes 1 s apart, each with the stall
+        # deadline (or the whole --probe-timeout, if that is shorter).
+        probe_timeout_s=STALL_PROBE_GAP_S + min(float(defaults["probe_timeout_s"]), STALL_PROBE_S),  # type: ignore[arg-type]
         campaign=str(campaign), attribution=str(attribution),
     )
 
@@ -643,7 +645,7 @@ def inputs(args: argparse.Namespace, study: Study, points: dict[tuple[str, int, 
         f"  hotspare, read: recovery {measured.recovery_s:.2f} s (mean of {measured.runs} node-fault runs in "
         f"{measured.campaign}; freeze runs {freeze}; campaign correct {measured.campaign_correct:.0%}), precision "
         f"{measured.precision} recall {measured.recall} ({measured.attribution}), hang {measured.hang_s:.2f} s, "
-        f"probe_timeout_s {measured.probe_timeout_s:g} (RunConfig default)",
+        f"probe {measured.probe_timeout_s:g} s (two quick probes; RunConfig's probe timeout caps them)",
         f"  {study.seeds} seeds x {study.failures} failures per policy and scale; "
         f"{points['oracle', top, args.headline_c]['simulated_days']:.0f} simulated days at {top:,} GPUs",
     ]

@@ -101,7 +101,7 @@ def test_figures_are_read_not_typed_in(tmp_path: Path) -> None:
     assert measured.freeze_recovery_s == pytest.approx(14.0)
     assert (measured.precision, measured.recall) == (0.9, 0.8)
     assert measured.hang_s == pytest.approx(14.0)  # a hang costs what the campaign's freeze runs took
-    assert measured.probe_timeout_s == sim.run_config_defaults()["probe_timeout_s"]
+    assert measured.probe_timeout_s == 3.0  # two quick probes: 2 s deadline, the second 1 s after the first
     model = sim.Model(gpus=16_384)
 
     def ettr(m):  # type: ignore[no-untyped-def]
