@@ -142,6 +142,6 @@ def test_the_scheduler_can_be_named() -> None:
     assert SchedulerQuery.detect(both).describe() == "slurm job 42 (scontrol show node)"
     assert SchedulerQuery.detect(both, choice="pbs").describe() == "pbs job 9.pbs (pbsnodes)"
     assert SchedulerQuery.detect(both, choice="none").kind is None
-    assert SchedulerQuery.detect({}, choice="slurm").kind is SchedulerKind.SLURM
+    assert SchedulerQuery.detect({}, choice="slurm").describe() == "slurm no job id (scontrol show node)"
     with pytest.raises(ValueError, match="scheduler 'lsf': use one of auto, slurm, pbs, none"):
         SchedulerQuery.detect({}, choice="lsf")

@@ -191,6 +191,18 @@ def test_quick_probes_every_host_misses_fall_back_to_the_full_timeout(tmp_path: 
     assert any("probed again with the full timeout" in n for n in notes), notes
 
 
+def test_a_lone_host_that_misses_the_quick_probes_gets_the_full_timeout(tmp_path: Path) -> None:
+    """One active host, no control: missing both quick probes proves nothing of the probe path (a slow site), so
+    the full --probe-timeout round decides; it answers there, and the host is kept."""
+    runner = FakeRunner([Script(b"step=4\n", 1), Script(b"step=9\n", 0)], probe_start_s=3.0)
+    config = replace(CONFIG, allocation=("n1",), nhosts=1)
+    sup = Supervisor(config, tmp_path / "run", clock=runner.clock, sleep=lambda s: None, scheduler=NO_SCHEDULER,
+                     runner=runner)
+    assert sup.run() == EXIT_OK
+    assert runner.probed == [("n1",)] * 3  # two quick, then the full one, which it answered
+    assert nodelists(runner) == ["--nodelist=n1", "--nodelist=n1"]
+
+
 def test_an_unattributed_failure_every_host_answers_retries_twice_then_93(tmp_path: Path) -> None:
     """Defect 1 stays fixed: rc 1 naming no host, every probe answered: two retries in place, then exit 93."""
     runner = FakeRunner([Script(b"step=4\n", 1)] * 3)

@@ -190,7 +190,7 @@ class Observer:
         first, each with the short stall deadline: a host has failed only when it missed both (a slow but live
         node answers one), so a dead node is known ~3 s after the question instead of after a whole
         ``--probe-timeout``. Every answer of both rounds is noted; the result per host is its answer if it gave
-        one, else its second miss. When the quick round itself is in doubt (the control, or every active host,
+        one, else its second miss. When the quick round itself is in doubt (the control, or every host asked,
         missed both: a site whose launcher takes longer than the short deadline to start a probe), the hosts
         are probed once more with the full ``--probe-timeout`` and that round decides."""
         quick = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
@@ -198,7 +198,8 @@ class Observer:
         first, second = self._two_probes(asked, quick)
         merged = [one if one.ok else two for one, two in zip(first, second, strict=True)]
         failed = [r.host for r in merged if not r.ok]
-        in_doubt = control in failed if control is not None else no_host_answered(failed, active)
+        # In doubt: the control missed, or every host asked did (one host alone proves nothing of the path).
+        in_doubt = control in failed if control is not None else bool(failed) and len(failed) == len(asked)
         if in_doubt and self.how.timeout_s > quick.timeout_s:
             self.note(number, "probe", None, f"{why}: no answer to two quick probes from "
                       f"{', '.join(h.name for h in failed)}: probed again with the full timeout")

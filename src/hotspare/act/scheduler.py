@@ -273,10 +273,11 @@ class SchedulerQuery:
 
     def describe(self) -> str:
         """Who is asked about this job's nodes, in words for the ledger (``slurm job 42 (scontrol show node)``)."""
+        job = f"job {self.job_id}" if self.job_id else "no job id"
         if self.kind is SchedulerKind.SLURM:
-            return f"slurm job {self.job_id} (scontrol show node)"
+            return f"slurm {job} (scontrol show node)"
         if self.kind is SchedulerKind.PBS:
-            return f"pbs job {self.job_id} (pbsnodes)"
+            return f"pbs {job} (pbsnodes)"
         return "none: hosts are judged by probes alone"
 
     def _ask(self, argv: Sequence[str]) -> str | None:
