@@ -307,9 +307,12 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
     teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence)}
+    oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
     for ev in evidence:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
+        if oom and ev.failure_class is FailureClass.RANK_KILLED:
+            continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
         if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
