@@ -288,3 +288,26 @@ def test_kills_after_another_rank_crashed_are_its_teardown(patterns: PatternSet)
     v = verdict(log, patterns, rc=137, allocation=[Host(f"n{i}") for i in range(1, 4)])
     assert v.failure_class is FailureClass.UNKNOWN
     assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()
+
+
+def test_oom_explains_a_shell_killed_line_printed_before_it(patterns: PatternSet) -> None:
+    """bash reports the SIGKILLed command before slurmstepd reports the OOM kill: the OOM decides (rule 2);
+    alone, the shell's 'Killed' is a rank killed on a node the line does not name."""
+    killed = "/var/spool/slurmd/job42/slurm_script: line 9:  4727 Killed                  python train.py\n"
+    v = verdict(killed + "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.batch cgroup.\n", patterns)
+    assert v.failure_class is FailureClass.OOM
+    alone = verdict(killed, patterns)
+    assert alone.failure_class is FailureClass.RANK_KILLED
+    assert not alone.blamed_hosts and not alone.exclude_hosts
+
+
+def test_a_task_failing_after_srun_terminates_the_step_is_not_an_origin(patterns: PatternSet) -> None:
+    """habitat-lab#298: srun tears the step down after the first segfault; the next one is that teardown."""
+    v = verdict(
+        "srun: error: nid04277: task 1: Segmentation fault (core dumped)\n"
+        "srun: Terminating job step 20370799.1\n"
+        "srun: error: nid04276: task 0: Segmentation fault (core dumped)\n",
+        patterns,
+    )
+    assert names(v.blamed_hosts) == ["nid04277"]
+    assert not v.exclude_hosts
