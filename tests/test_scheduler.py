@@ -20,6 +20,7 @@ from hotspare.act.scheduler import (
     parse_squeue_time_left,
     unhealthy,
 )
+from hotspare.supervisor import RunConfig
 
 DATA = Path(__file__).parent / "data" / "slurm-testbed"
 
@@ -145,3 +146,11 @@ def test_the_scheduler_can_be_named() -> None:
     assert SchedulerQuery.detect({}, choice="slurm").describe() == "slurm no job id (scontrol show node)"
     with pytest.raises(ValueError, match="scheduler 'lsf': use one of auto, slurm, pbs, none"):
         SchedulerQuery.detect({}, choice="lsf")
+
+
+def test_the_run_config_keeps_and_checks_its_scheduler() -> None:
+    """RunConfig.scheduler survives the ledger's JSON (so --resume asks the same scheduler); a wrong one is refused."""
+    config = RunConfig(command=("train",), allocation=("n1",), nhosts=1, scheduler="pbs")
+    assert RunConfig.from_json(config.to_json()).scheduler == "pbs"
+    with pytest.raises(ValueError, match="scheduler 'lsf': use one of auto, slurm, pbs, none"):
+        RunConfig(command=("train",), allocation=("n1",), nhosts=1, scheduler="lsf")

@@ -30,7 +30,7 @@ from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
 from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
 from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
-from hotspare.act.scheduler import SCHEDULER_CHOICES, SchedulerQuery
+from hotspare.act.scheduler import SchedulerQuery, check_scheduler_choice
 from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
 from hotspare.decide.policy import Action, Budgets, History
 from hotspare.decide.pool import Pool
@@ -82,8 +82,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launcher", launcher_kind(self.launcher))
-        if self.scheduler not in SCHEDULER_CHOICES:
-            raise ValueError(f"scheduler {self.scheduler!r}: use one of {', '.join(SCHEDULER_CHOICES)}")
+        check_scheduler_choice(self.scheduler)
         if not self.command:
             raise ValueError("no command to launch")
         if self.idle_timeout_s <= 0 or self.grace_s < 0 or self.probe_timeout_s <= 0:

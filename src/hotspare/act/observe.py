@@ -171,12 +171,15 @@ class Observer:
 
         self.scheduler = replace(scheduler, on_failure=both)
 
-    def probe(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
-              timeout_s: float | None = None, control: Host | None = None) -> tuple[ProbeResult, ...]:
-        """Probe ``hosts`` (of the ``active`` ones, and a ``control``); each answer noted, and a probe no host
-        answered (see :func:`~hotspare.decide.judge.unanswered`)."""
-        how = self.how if timeout_s is None else replace(self.how, timeout_s=timeout_s)
-        results = tuple(self.runner.probe(hosts, how))
+    def _quick_how(self) -> ProbeHow:
+        """This run's probe with the short stall deadline (or the whole probe timeout, if that is shorter)."""
+        return replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+
+    def _probe_full(self, number: int, hosts: Sequence[Host], why: str, active: Sequence[Host], *,
+                    control: Host | None) -> tuple[ProbeResult, ...]:
+        """Probe ``hosts`` (of the ``active`` ones, and a ``control``) once with the whole ``--probe-timeout``;
+        each answer noted, and a probe no host answered (see :func:`~hotspare.decide.judge.unanswered`)."""
+        results = tuple(self.runner.probe(hosts, self.how))
         for res in results:
             detail = f"{why}{' (control)' if res.host == control else ''}: {res.detail}"
             self.note(number, "probe", res.host.name, detail)
@@ -193,7 +196,7 @@ class Observer:
         one, else its second miss. When the quick round itself is in doubt (the control, or every host asked,
         missed both: a site whose launcher takes longer than the short deadline to start a probe), the hosts
         are probed once more with the full ``--probe-timeout`` and that round decides."""
-        quick = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        quick = self._quick_how()
         asked = [*hosts, *([control] if control is not None and control not in hosts else [])]
         first, second = self._two_probes(asked, quick)
         merged = [one if one.ok else two for one, two in zip(first, second, strict=True)]
@@ -203,7 +206,7 @@ class Observer:
         if in_doubt and self.how.timeout_s > quick.timeout_s:
             self.note(number, "probe", None, f"{why}: no answer to two quick probes from "
                       f"{', '.join(h.name for h in failed)}: probed again with the full timeout")
-            return self.probe(number, hosts, why, active, control=control)
+            return self._probe_full(number, hosts, why, active, control=control)
         for one, two in zip(first, second, strict=True):
             for res, turn in ((one, "first"), (two, "second")):
                 extra = " (control)" if res.host == control else ""
@@ -235,7 +238,7 @@ class Observer:
         active host fails a probe at once, the probe path is in doubt (the controller is down, the launcher is
         broken): none of that probe's failures counts.
         """
-        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        how = self._quick_how()
         if len(pool.active) > STALL_PROBE_ALL_MAX:
             # A big job: probing every host each look would take minutes; probe those the scheduler doubts.
             states = self.scheduler.node_states(pool.active)
@@ -281,7 +284,7 @@ class Observer:
         (beside ``control``, an active host staying on); one that does not answer is probed again
         :data:`STALL_PROBE_GAP_S` later. Two failures: dead, not launched on. A healthy spare costs one probe.
         If the control fails too, the probe path is in doubt and no spare is blamed."""
-        how = replace(self.how, timeout_s=min(self.how.timeout_s, STALL_PROBE_S))
+        how = self._quick_how()
         asked = [*incoming, *([control] if control is not None and control not in incoming else [])]
         first = {r.host for r in self.runner.probe(asked, how) if not r.ok}
         if not first or (control is not None and control in first):

@@ -247,6 +247,13 @@ def _ignore(failure: QueryFailure) -> None:
 SCHEDULER_CHOICES = ("auto", "slurm", "pbs", "none")
 
 
+def check_scheduler_choice(choice: str) -> str:
+    """``choice`` if it is one of :data:`SCHEDULER_CHOICES`, else ValueError naming them."""
+    if choice not in SCHEDULER_CHOICES:
+        raise ValueError(f"scheduler {choice!r}: use one of {', '.join(SCHEDULER_CHOICES)}")
+    return choice
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerQuery:
     """Asks SLURM or PBS (whichever runs this job) about nodes and walltime.
@@ -293,8 +300,7 @@ class SchedulerQuery:
         """The query for ``choice`` (one of :data:`SCHEDULER_CHOICES`): ``auto`` is SLURM inside a SLURM job,
         else PBS inside a PBS job, else a query that knows nothing; ``slurm``/``pbs`` name the scheduler (a site
         whose PBS jobs also carry SLURM variables); ``none`` asks nobody."""
-        if choice not in SCHEDULER_CHOICES:
-            raise ValueError(f"scheduler {choice!r}: use one of {', '.join(SCHEDULER_CHOICES)}")
+        check_scheduler_choice(choice)
         env = os.environ if environ is None else environ
         slurm, pbs = env.get("SLURM_JOB_ID") or None, env.get("PBS_JOBID") or None
         if choice == "slurm" or (choice == "auto" and slurm):
