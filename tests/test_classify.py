@@ -8,6 +8,7 @@ from hotspare import ExitStatus, FailureClass, Host, PatternSet, SchedulerFacts,
 from hotspare.evidence.classify import Verdict
 
 SUNSPOT = "hsn.cm.sunspot.alcf.anl.gov"
+AURORA = "hsn.cm.aurora.alcf.anl.gov"
 
 
 def verdict(text: str, patterns: PatternSet, **kw) -> Verdict:  # type: ignore[no-untyped-def]
@@ -93,12 +94,13 @@ def test_walltime_needs_evidence(patterns: PatternSet) -> None:
     "line",
     ["SyntaxError: invalid syntax", "ModuleNotFoundError: No module named 'torchtitan'", "ImportError: cannot import name 'x'"],
 )
-def test_startup_errors_are_user_errors_before_progress(patterns: PatternSet, line: str) -> None:
-    """Syntax/import errors before any progress: user_error, not retryable; after progress they decide nothing."""
+def test_startup_errors_are_user_errors_at_any_point(patterns: PatternSet, line: str) -> None:
+    """Syntax/import errors are user_error, not retryable, before progress and after it (issue 20: a module
+    imported lazily mid-run is as missing on every node)."""
     before = verdict(f"Traceback (most recent call last):\n{line}\n", patterns, rc=1)
     assert before.failure_class is FailureClass.USER_ERROR and not before.retryable
     after = verdict(f"step=1 loss=3\nstep=2 loss=2\n{line}\n", patterns, rc=1)
-    assert after.failure_class is FailureClass.UNKNOWN
+    assert after.failure_class is FailureClass.USER_ERROR and "after progress" in after.reason
 
 
 def test_no_host_named_means_nobody_blamed(patterns: PatternSet) -> None:
@@ -169,10 +171,9 @@ def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternS
         "srun: error: n4: task 5: Segmentation fault (core dumped)\n"
     )
     v = verdict(log, patterns, rc=139, allocation=[Host(f"n{i}") for i in range(1, 5)])
-    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.failure_class is FailureClass.RANK_KILLED and v.crash and not v.node_fault
     assert v.blamed_hosts == (Host("n2"),)
     assert v.exclude_hosts == ()
-    assert not v.failure_class.excludes_hosts
 
 
 def test_node_fault_blames_and_excludes(patterns: PatternSet) -> None:
@@ -286,8 +287,9 @@ def test_kills_after_another_rank_crashed_are_its_teardown(patterns: PatternSet)
     """A rank segfaults on n2; srun (--kill-on-bad-exit) then SIGKILLs the rest: n2 started it, nobody is excluded."""
     log = "srun: error: n2: task 3: Segmentation fault (core dumped)\nsrun: error: n1: tasks 0-1: Killed\n"
     v = verdict(log, patterns, rc=137, allocation=[Host(f"n{i}") for i in range(1, 4)])
-    assert v.failure_class is FailureClass.UNKNOWN
+    assert v.failure_class is FailureClass.RANK_KILLED and v.crash
     assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()
+    assert "Segmentation fault" in v.signature  # the crash, not the teardown's kill
 
 
 def test_oom_explains_a_shell_killed_line_printed_before_it(patterns: PatternSet) -> None:
@@ -311,3 +313,127 @@ def test_a_task_failing_after_srun_terminates_the_step_is_not_an_origin(patterns
     )
     assert names(v.blamed_hosts) == ["nid04277"]
     assert not v.exclude_hosts
+
+
+def test_segfaults_after_a_first_failure_are_its_cascade(patterns: PatternSet) -> None:
+    """Aurora job 8466848 (the seed): one rank's std::bad_alloc, then thousands of 'rank N died from signal 11':
+    the OOM decides, and the signal-11 hosts are victims, never origins."""
+    log = ("[rank5141]: MemoryError: std::bad_alloc\n"
+           "x4102c5s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 1304 died from signal 11\n"
+           "rank 2413 died from signal 11\nrank 88 died from signal 15\n")
+    v = verdict(log, patterns, rc=143)
+    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == () and not v.crash
+
+
+def test_a_lone_pals_segfault_then_teardown_names_its_host(patterns: PatternSet) -> None:
+    """PALS: 'rank N died from signal 11' first, then the SIGTERM teardown of the rest: the segfaulted rank's host
+    is the origin (rank_killed, a crash: blamed, not excluded); the SIGTERMed hosts are innocent."""
+    log = (f"x4502c1s3b0n0.{AURORA}: rank 12 died from signal 11\n"
+           f"x4610c4s5b0n0.{AURORA}: rank 0 died from signal 15\n"
+           f"x4610c4s5b0n0.{AURORA}: rank 1 died from signal 15\n")
+    v = verdict(log, patterns, rc=139)
+    assert v.failure_class is FailureClass.RANK_KILLED and v.crash
+    assert v.blamed_hosts == (Host("x4502c1s3b0n0"),) and v.exclude_hosts == () and not v.node_fault
+
+
+def test_every_rank_sigtermed_by_a_time_limit_names_nobody(patterns: PatternSet) -> None:
+    """A time limit SIGTERMs every rank at once: walltime, nobody is the origin."""
+    log = ("slurmstepd: error: *** STEP 88.0 ON n1 CANCELLED AT 2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n"
+           + "".join(f"srun: error: n{i}: task {i}: Terminated\n" for i in range(1, 5)))
+    v = verdict(log, patterns, rc=143, allocation=[Host(f"n{i}") for i in range(1, 5)])
+    assert v.failure_class is FailureClass.WALLTIME and v.blamed_hosts == ()
+    pals = "".join(f"x10{i}c0s0b0n0.{AURORA}: rank {i} died from signal 15\n" for i in range(4))
+    assert verdict(pals, patterns, rc=143).blamed_hosts == ()
+
+
+def test_every_host_crashing_alike_names_nobody(patterns: PatternSet) -> None:
+    """The same segfault on every host at once (a bug every rank hits): a crash, but no origin to name."""
+    log = "".join(f"srun: error: n{i}: task {i}: Segmentation fault (core dumped)\n" for i in range(1, 4))
+    v = verdict(log, patterns, rc=139, allocation=[Host(f"n{i}") for i in range(1, 4)])
+    assert v.failure_class is FailureClass.RANK_KILLED and v.blamed_hosts == () and v.exclude_hosts == ()
+
+
+@pytest.mark.parametrize("last", [
+    "IndexError: list index out of range",
+    "KeyError: 'input_ids'",
+    "TypeError: forward() got an unexpected keyword argument 'labels'",
+    "ValueError: too many values to unpack (expected 2)",
+    "AttributeError: 'NoneType' object has no attribute 'shape'",
+    "NameError: name 'modle' is not defined",
+    "AssertionError: batch size must divide the world size",
+    "ZeroDivisionError: division by zero",
+    "NotImplementedError",
+    "RecursionError: maximum recursion depth exceeded",
+    "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.bin'",
+    "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+])
+def test_a_programming_error_after_progress_is_a_user_error(patterns: PatternSet, last: str) -> None:
+    """A traceback after progress lines, ending in a programming or input error, then a launcher's banner:
+    user_error, not retryable, nobody blamed (issue 20, item 2)."""
+    log = ("[rank3]: step=10 loss=2.31\n[rank3]: step=11 loss=2.30\n[rank3]: Traceback (most recent call last):\n"
+           '[rank3]:   File "/lus/x/train.py", line 88, in <module>\n'
+           f"[rank3]: {last}\n"
+           "--------------------------------------------------------------------------\n"
+           "Primary job  terminated normally, but 1 process returned\n"
+           "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+           "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+           "the job to be terminated. The first process to do so was:\n")
+    v = verdict(log, patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and v.blamed_hosts == ()
+
+
+def test_the_same_traceback_on_64_ranks_is_one_user_error(patterns: PatternSet) -> None:
+    """Every rank raises the same KeyError (the data has no such column): one user error, nobody blamed."""
+    log = "".join(f"[rank{r}]: Traceback (most recent call last):\n[rank{r}]: KeyError: 'label'\n" for r in range(64))
+    log += "".join(f"x40{r:02d}c0s0b0n0.{AURORA}: rank {r} exited with code 1\n" for r in range(64))
+    v = verdict(log, patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and v.blamed_hosts == () and v.exclude_hosts == ()
+
+
+@pytest.mark.parametrize(("infra", "fclass"), [
+    ("OSError: [Errno 28] No space left on device\n", FailureClass.TRANSIENT_IO),
+    ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.0 cgroup.\n", FailureClass.OOM),
+    ("srun: error: Node failure on n2\n", FailureClass.NODE_LOSS),
+])
+def test_infrastructure_explains_a_programming_error(patterns: PatternSet, infra: str, fclass: FailureClass) -> None:
+    """A KeyError with a full file system, an OOM kill or a dead node in the same log: the infrastructure's class
+    wins, before or after the error's line."""
+    for log in (infra + "KeyError: 'step'\n", "KeyError: 'step'\n" + infra):
+        v = verdict(log, patterns, rc=1, allocation=[Host("n1"), Host("n2")])
+        assert v.failure_class is fclass, log
+
+
+def test_network_trouble_after_a_programming_error_is_the_peers_view(patterns: PatternSet) -> None:
+    """Rank 3 raises ValueError and leaves; the others then see their peer gone: still the user's error."""
+    log = ("[rank3]: ValueError: bad shape\n"
+           "[rank0]: RuntimeError: NCCL communicator was aborted on rank 0.\n"
+           "[rank1]: torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error\n")
+    assert verdict(log, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize("line", [
+    "train.py: error: unrecognized arguments: --lr-warmup 100",
+    "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD",
+    "application called MPI_Abort(MPI_COMM_WORLD, 1) - process 0",
+])
+def test_argparse_and_the_users_own_mpi_abort_are_user_errors(patterns: PatternSet, line: str) -> None:
+    assert verdict(line + "\n", patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+def test_a_launcher_banner_alone_is_unknown(patterns: PatternSet) -> None:
+    """'a process exited non-zero' with exit 1 and no exception: the program failed by itself, cause not shown."""
+    log = ("Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, "
+           "the job has been aborted.\nx1: rank 3 exited with code 1\n")
+    v = verdict(log, patterns, rc=1)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and not v.node_fault
+
+
+def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
+    """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
+    one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'
+                  "x1: rank 3 exited with code 1\n", patterns, rc=1, allocation=[Host("x1"), Host("x2")])
+    two = verdict('[rank7]: Traceback (most recent call last):\n[rank7]: KeyError: \'label\' at 0x55aa10\n'
+                  "x2: rank 7 exited with code 1\n", patterns, rc=1, allocation=[Host("x1"), Host("x2")])
+    other = verdict("[rank3]: KeyError: 'input'\n", patterns, rc=1)
+    assert one.signature == two.signature != other.signature
+    assert "x1" not in one.signature and "0x" not in one.signature

@@ -22,7 +22,7 @@ from hotspare.act.runner import Completed, Outcome, StopCause
 from hotspare.act.scheduler import SchedulerQuery
 from hotspare.decide.policy import Budgets
 from hotspare.decide.pool import Pool
-from hotspare.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_RETRY_ELSEWHERE
+from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
 from hotspare.evidence.patterns import load_patterns
 from hotspare.evidence.scan import Scanner
 from hotspare.record.ledger import Ledger
@@ -203,16 +203,43 @@ def test_a_lone_host_that_misses_the_quick_probes_gets_the_full_timeout(tmp_path
     assert nodelists(runner) == ["--nodelist=n1", "--nodelist=n1"]
 
 
-def test_an_unattributed_failure_every_host_answers_retries_twice_then_93(tmp_path: Path) -> None:
-    """Defect 1 stays fixed: rc 1 naming no host, every probe answered: two retries in place, then exit 93."""
-    runner = FakeRunner([Script(b"step=4\n", 1)] * 3)
+def test_the_same_failure_on_healthy_hosts_stops_with_3(tmp_path: Path) -> None:
+    """rc 1 naming no host, every probe answered, and the retry in place fails the same way: the failure is the
+    program's (issue 20): exit 3 after one retry, with the reason, never 93."""
+    runner = FakeRunner([Script(b"step=4\nfatal: table 'x' has no column 7\n", 1)] * 3)
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    ledger.close()
+    assert code == EXIT_NO_RETRY
+    assert [d.action for d in decisions] == ["retry", "stop"]
+    assert "same failure on healthy hosts (attempts 1 and 2)" in decisions[-1].reason
+    assert len(runner.launched) == 2 and len(runner.probed) == 4  # two quick probes after each failure
+    assert set(nodelists(runner)) == {"--nodelist=n1,n2,n3"}
+
+
+def test_a_failure_that_changes_is_retried_then_stops_with_3(tmp_path: Path) -> None:
+    """Defect 1 stays fixed, and the exit-code contract holds: a failure naming no host that changes between
+    attempts, every probe answered: two retries in place, then exit 3 (no node evidence, so not 93)."""
+    runner = FakeRunner([Script(f"step=4\nfatal: {word}\n".encode(), 1) for word in ("alpha", "bravo", "charlie")])
+    code, ledger = supervise(tmp_path, runner)
+    decisions = ledger.decisions()
+    ledger.close()
+    assert code == EXIT_NO_RETRY
+    assert [d.action for d in decisions] == ["retry", "retry", "stop"]
+    assert "every host answered its probe" in decisions[-1].reason
+    assert len(runner.launched) == 3
+
+
+def test_probes_that_reach_no_host_are_node_evidence_enough_for_93(tmp_path: Path) -> None:
+    """The same failure, but no probe reaches any host (quick and full rounds): the hosts are in doubt, so the
+    same-failure rule does not apply; the budget spent, the job asks for another allocation (93)."""
+    runner = FakeRunner([Script(b"step=4\n", 1)] * 3, dead=frozenset({"n1", "n2", "n3"}))
     code, ledger = supervise(tmp_path, runner)
     decisions = ledger.decisions()
     ledger.close()
     assert code == EXIT_RETRY_ELSEWHERE
     assert [d.action for d in decisions] == ["retry", "retry", "stop"]
-    assert len(runner.launched) == 3 and len(runner.probed) == 6  # two quick probes after each failure
-    assert set(nodelists(runner)) == {"--nodelist=n1,n2,n3"}
+    assert "could not reach" in decisions[-1].reason
 
 
 def test_a_stop_request_cancels_the_attempt(tmp_path: Path) -> None:

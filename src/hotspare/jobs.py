@@ -216,7 +216,7 @@ def judge_task(output: bytes, rc: int | None, patterns: PatternSet) -> TaskJudge
     if not output:
         return TaskJudgement(Fault.OTHER, (), f"exit {rc}, no output to judge" if rc is not None else "no output")
     verdict = classify(scan(output, patterns), rc=rc)
-    if verdict.exclude_hosts or verdict.failure_class.excludes_hosts:
+    if verdict.node_fault:
         return TaskJudgement(Fault.NODE, keep_out(verdict), verdict.reason)
     if verdict.failure_class is FailureClass.USER_ERROR:
         return TaskJudgement(Fault.USER, (), verdict.reason)

@@ -38,8 +38,10 @@ from hotspare.errors import EXIT_INTERRUPTED, InputError
 from hotspare.evidence.patterns import PatternSet, load_patterns
 from hotspare.evidence.records import ScanResult
 from hotspare.evidence.scan import Scanner
+from hotspare.evidence.signature import TAIL_BYTES, last_unclaimed
 from hotspare.failures import QuarantineReason
 from hotspare.hosts import Host
+from hotspare.record.files import read_tail
 from hotspare.record.ledger import CHECKPOINT, PROGRESS, Ledger
 from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
 
@@ -245,7 +247,8 @@ class Supervisor:
         ended = self.wall()
         return Observations(outcome.rc, outcome.stopped_by, _before(watch.scanner.close(), watch.stop_line),
                             scheduler_blamed=watch.scheduler_blamed, stall_why=watch.stall_why,
-                            stall_reason=watch.stall_reason, checkpoint=_mark(self._checkpoint()), ended_s=ended)
+                            stall_reason=watch.stall_reason, checkpoint=_mark(self._checkpoint()), ended_s=ended,
+                            last_line=None if outcome.rc == 0 else _last_line(log_path, patterns))
 
     def _spec(self, number: int, pool: Pool, ckpt: Checkpoint | None) -> LaunchSpec:
         hostfile = self.run_dir / f"attempt-{number}.hosts"
@@ -368,6 +371,16 @@ def _before(result: ScanResult, stop_line: int | None) -> ScanResult:
     if stop_line is None:
         return result
     return replace(result, evidence=tuple(e for e in result.evidence if e.line <= stop_line))
+
+
+def _last_line(log_path: Path, patterns: PatternSet) -> str | None:
+    """The last line of the attempt's log no pattern claimed (None if the log cannot be read: the signature then
+    rests on the evidence and the exit status alone)."""
+    try:
+        tail, _ = read_tail(log_path, max_bytes=TAIL_BYTES)
+    except OSError:
+        return None
+    return last_unclaimed(tail, patterns)
 
 
 def _mark(ckpt: Checkpoint | None) -> tuple[int, float] | None:

@@ -178,6 +178,7 @@ def history_to_json(history: History) -> dict[str, Any]:
         "attempts": history.attempts, "unattributed": history.unattributed, "probed": history.probed,
         "in_place": {k.value: v for k, v in history.in_place.items()},
         "strikes": {h.raw: n for h, n in history.strikes.items()},
+        "retried": list(history.retried) if history.retried is not None else None,
     }
 
 
@@ -186,6 +187,7 @@ def history_from_json(data: Mapping[str, Any]) -> History:
         attempts=int(data["attempts"]), unattributed=int(data["unattributed"]), probed=bool(data["probed"]),
         in_place={FailureClass(k): int(v) for k, v in data["in_place"].items()},
         strikes={Host(h): int(n) for h, n in data["strikes"].items()},
+        retried=(str(data["retried"][0]), int(data["retried"][1])) if data.get("retried") else None,
     )
 
 

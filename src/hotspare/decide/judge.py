@@ -62,6 +62,8 @@ class Observations:
     checkpoint: tuple[int, float] | None = None
     #: When (wall clock) the launcher exited: the attempt's end, before any probe or decision.
     ended_s: float | None = None
+    #: The last line the attempt printed that no pattern claimed (for the failure's signature).
+    last_line: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,9 @@ class Judgement:
 def judge(obs: Observations, pool: Pool, history: History, budgets: Budgets, *, unit: float = 0.0) -> Judgement:
     """The verdict on the attempt ``obs`` describes (``pool`` active) and the decision. Pure."""
     verdict = _verdict(obs, pool)
-    decision = decide(verdict, pool, replace(history, probed=obs.probes is not None), budgets, unit=unit,
+    answered = obs.probes is not None and all(r.ok for r in obs.probes)
+    decision = decide(verdict, pool, replace(history, probed=obs.probes is not None, answered=answered), budgets,
+                      unit=unit,
                       walltime_left_s=obs.walltime_left_s, checkpoint_eta_s=obs.checkpoint_eta_s)
     return Judgement(verdict, decision)
 
@@ -123,13 +127,13 @@ def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: QuarantineReason, w
     that lost its lead node); ``why`` reads after the host names."""
     names = ", ".join(h.name for h in hosts)
     return replace(
-        verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts,
+        verdict, failure_class=FailureClass.NODE_LOSS, retryable=True, exclude_hosts=hosts, crash=False,
         blamed=tuple(Blame(h, reason, ()) for h in hosts), reason=f"node_loss: {names} {why}",
     )
 
 
 def _verdict(obs: Observations, pool: Pool) -> Verdict:
-    verdict = classify(obs.scan, rc=obs.rc, allocation=pool.active)
+    verdict = classify(obs.scan, rc=obs.rc, allocation=pool.active, last_line=obs.last_line)
     if obs.stopped_by is StopCause.INTERRUPTED:
         return replace(verdict, failure_class=FailureClass.CANCELLED, retryable=False, blamed=(),
                        exclude_hosts=(), reason="cancelled: the supervisor was asked to stop")

@@ -9,6 +9,11 @@ and records it. Rules (from the seeds):
   that does not answer is evidence); if every host answers, the first such
   failure is retried in place; only with ``blind_rotation`` enabled may a
   host be swapped without evidence, and that is recorded as ``blind``;
+* the same failure twice on healthy hosts is the program's: when a retry in
+  place, made after every host answered its probe, fails with the same
+  signature, stop (exit 3); when the in-place budget is spent with every host
+  answering, stop with 3 too: 93 ("retry elsewhere") needs node evidence
+  (hosts at fault and no spares left, or probes that could not reach the hosts);
 * a host present in ``strikes`` unattributed failures that its peers were
   not all part of is quarantined (``strikes``);
 * storage and network trouble retries in place, a bounded number of times;
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE
@@ -73,6 +78,11 @@ class History:
     probed: bool = False
     #: Unattributed failures each host was active in.
     strikes: Mapping[Host, int] = field(default_factory=dict)
+    #: Whether this attempt's hosts were probed and every one answered (set with ``probed``).
+    answered: bool = False
+    #: The previous attempt's failure signature and number, when it was retried in place after every host
+    #: answered its probe: the same signature now means the failure is the program's.
+    retried: tuple[str, int] | None = None
 
     def after(self, verdict: Verdict, decision: Decision, pool: Pool) -> History:
         """What has been spent once ``decision`` (taken on ``verdict`` with ``pool`` active) is carried out.
@@ -90,8 +100,11 @@ class History:
         if unattributed:
             for host in pool.active:
                 strikes[host] = strikes.get(host, 0) + 1
+        retried = ((verdict.signature, self.attempts + 1)
+                   if decision.action is Action.RETRY and decision.healthy and verdict.signature else None)
         return History(attempts=self.attempts + 1, in_place=in_place,
-                       unattributed=self.unattributed + 1 if unattributed else 0, probed=False, strikes=strikes)
+                       unattributed=self.unattributed + 1 if unattributed else 0, probed=False, strikes=strikes,
+                       retried=retried)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +125,8 @@ class Decision:
     #: The in-place budget an in-place retry spends: its own class for storage/network/preemption, ``UNKNOWN``
     #: for every failure that named no host (whatever its class).
     budget: FailureClass | None = None
+    #: A retry in place made after every active host answered its probe (the next failure is compared with this one).
+    healthy: bool = False
 
 
 def backoff_s(retry: int, budgets: Budgets, unit: float) -> float:
@@ -148,7 +163,7 @@ def decide(
         return _swap(named, _blame_reason(verdict, named), pool)
     return _probe_suspects(verdict, pool, history) or (
         _in_place(fclass, history, budgets, delay, label=_answered(verdict, pool, history)) if fclass in _IN_PLACE
-        else _unattributed(fclass, pool, history, budgets, delay)
+        else _unattributed(verdict, pool, history, budgets, delay)
     )
 
 
@@ -214,32 +229,50 @@ def _swap(bad: tuple[Host, ...], why: QuarantineReason, pool: Pool) -> Decision:
 
 
 def _in_place(fclass: FailureClass, history: History, budgets: Budgets, delay: float, *,
-              label: str | None = None) -> Decision:
-    """Retry on the same hosts while ``fclass``'s in-place budget lasts; ``label`` names the failure in reasons."""
+              label: str | None = None, spent: int | None = None) -> Decision:
+    """Retry on the same hosts while ``fclass``'s in-place budget lasts; ``label`` names the failure in reasons,
+    ``spent`` is the exit code once the budget is spent (default: 3 for storage, else 93)."""
     used = history.in_place.get(fclass, 0)
     what = label or fclass.value
     if used >= budgets.in_place_retries:
-        code = EXIT_NO_RETRY if fclass is FailureClass.TRANSIENT_IO else EXIT_RETRY_ELSEWHERE
+        code = spent if spent is not None else (
+            EXIT_NO_RETRY if fclass is FailureClass.TRANSIENT_IO else EXIT_RETRY_ELSEWHERE)
         return Decision(Action.STOP, f"{what}: persisted after {used} retries in place", exit_code=code)
     return Decision(Action.RETRY, f"{what}: retry in place ({used + 1}/{budgets.in_place_retries})",
                     delay_s=delay, budget=fclass)
 
 
 def _unattributed(
-    fclass: FailureClass, pool: Pool, history: History, budgets: Budgets, delay: float
+    verdict: Verdict, pool: Pool, history: History, budgets: Budgets, delay: float
 ) -> Decision:
-    struck = _struck(pool, history, budgets)
-    if struck:
-        return _swap(struck, QuarantineReason.STRIKES, pool)
+    fclass = verdict.failure_class
     if not history.probed:
-        return Decision(Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
+        return _struck_out(pool, history, budgets) or Decision(
+            Action.PROBE, f"{fclass.value} with no host named: probe the active hosts")
+    if history.answered and history.retried is not None and history.retried[0] == verdict.signature:
+        # The Arvados lesson: a job that kills itself the same way on healthy nodes would retry for ever.
+        return Decision(Action.STOP, f"{fclass.value}: same failure on healthy hosts (attempts {history.retried[1]} "
+                        f"and {history.attempts + 1}): {verdict.signature}", exit_code=EXIT_NO_RETRY)
+    struck = _struck_out(pool, history, budgets)
+    if struck is not None:
+        return struck
     if history.unattributed > 0 and budgets.blind_rotation and pool.spare:
         return Decision(Action.SWAP, f"{pool.active[0].name} out blindly (no evidence; --blind-rotation)",
                         swap_out=(pool.active[0],), quarantine_reason=QuarantineReason.BLIND, delay_s=delay)
-    # Every failure that named no host, node faults included, spends the one UNKNOWN budget: once it is
-    # spent no sick node can be told from a healthy one here, so the job asks to be resubmitted (93).
+    # Every failure that named no host, node faults included, spends the one UNKNOWN budget. Once it is spent:
+    # with every host answering its probe there is no node evidence, so the job stops (3); when the probes could
+    # not reach the hosts (every one silent, or the control too) this allocation is in doubt: resubmit (93).
+    if history.answered:
+        label = f"{fclass.value} with no host named (every host answered its probe)"
+        return replace(_in_place(FailureClass.UNKNOWN, history, budgets, delay, label=label, spent=EXIT_NO_RETRY),
+                       healthy=True)
     return _in_place(FailureClass.UNKNOWN, history, budgets, delay,
-                     label=f"{fclass.value} with no host named (no probe singled one out)")
+                     label=f"{fclass.value} with no host named (the probes could not reach the hosts)")
+
+
+def _struck_out(pool: Pool, history: History, budgets: Budgets) -> Decision | None:
+    struck = _struck(pool, history, budgets)
+    return _swap(struck, QuarantineReason.STRIKES, pool) if struck else None
 
 
 def _struck(pool: Pool, history: History, budgets: Budgets) -> tuple[Host, ...]:

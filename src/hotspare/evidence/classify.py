@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from hotspare.act.scheduler import unhealthy
 from hotspare.evidence.patterns import HostMeaning, Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
+from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
 
@@ -127,11 +128,23 @@ class Verdict:
     evidence: tuple[Evidence, ...]
     #: Hosts named only by a lost connection, a launch failure or a peer's view: leads, never blame.
     suspect_hosts: tuple[Host, ...] = ()
+    #: What the attempt died of with what changes between runs masked (see :mod:`hotspare.evidence.signature`):
+    #: two failures with one signature on healthy hosts are the program's.
+    signature: str = ""
+    #: The class came from a rank's own crash signal (SIGSEGV, SIGABRT, ...): its host is blamed as the origin,
+    #: but that is no node fault until other evidence joins it.
+    crash: bool = False
 
     @property
     def blamed_hosts(self) -> tuple[Host, ...]:
         """The blamed hosts, canonical, in blame order."""
         return tuple(b.host for b in self.blamed)
+
+    @property
+    def node_fault(self) -> bool:
+        """Whether the verdict says a node failed: hosts to keep out, or a node-fault class that no crash or
+        job-wide kill explains (a rank SIGKILLed on a host the log did not name)."""
+        return bool(self.exclude_hosts) or (self.failure_class.excludes_hosts and not self.crash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +154,10 @@ class _Decision:
     reason: str
     #: The decision found that no host can be named (a job-wide kill): no origin is looked for.
     nobody: bool = False
+    #: No line decided: the class came from the exit status alone (a rank's crash may still say more).
+    from_status: bool = False
+    #: The class is a rank's own crash (see :attr:`Verdict.crash`).
+    crash: bool = False
 
 
 def classify(
@@ -149,8 +166,10 @@ def classify(
     rc: int | ExitStatus | None = None,
     allocation: Collection[Host] | None = None,
     facts: SchedulerFacts | None = None,
+    last_line: str | None = None,
 ) -> Verdict:
-    """Decide the failure class and the hosts to blame; see the module docstring."""
+    """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
+    line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
     members = frozenset(allocation) if allocation is not None else None
@@ -163,8 +182,9 @@ def classify(
         or _from_facts(facts)
         or _from_status(status, evidence)
     )
+    decision = _signal_death(decision, usable, evidence, members)
     decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
-    return _verdict(decision, evidence, members)
+    return _verdict(decision, evidence, members, status, last_line)
 
 
 def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
@@ -236,11 +256,20 @@ def _not_torn_down(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
     return _before_crash(_before_cancel(roots, evidence), evidence)
 
 
+def _is_crash(ev: Evidence) -> bool:
+    """A rank's death of its own signal (SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE): the packs mark these lines
+    context (they decide no node fault), class ``rank_killed``, host meaning ``origin`` (where the failure started,
+    if it came first)."""
+    return (ev.role is Role.CONTEXT and ev.host_means is HostMeaning.ORIGIN
+            and ev.failure_class is FailureClass.RANK_KILLED)
+
+
 def _before_crash(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
-    """Drop SIGKILLed ranks reported after a rank crashed of another signal (a segfault, an abort), when no
-    kill came before it: the launcher kills the remaining ranks (Cray ATP then ALPS, srun --kill-on-bad-exit)."""
-    crash = next((e.line for e in evidence if e.role is Role.CONTEXT and e.host_means is HostMeaning.ORIGIN
-                  and e.failure_class is FailureClass.UNKNOWN), None)
+    """Drop SIGKILLed ranks reported after a rank crashed of another signal (a segfault, an abort) or raised a
+    programming error, when no kill came before it: the launcher kills the remaining ranks (Cray ATP then ALPS,
+    srun --kill-on-bad-exit, mpirun's abort of the job)."""
+    crash = next((e.line for e in evidence if _is_crash(e) or (
+        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR)), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
@@ -315,8 +344,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
-        if ev.failure_class is FailureClass.USER_ERROR and progress is not None and progress.first_line < ev.line:
-            continue  # the program already ran: this error is not a broken start
+        if ev.failure_class is FailureClass.USER_ERROR:
+            return _user_error(ev, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
             # A lost connection or a failed launch names a lead, not a dead node: until a probe or the scheduler
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
@@ -324,6 +353,28 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
     return None
+
+
+# Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full
+# file system, an abort after the OOM killer took a helper, a dead node). A time limit or network trouble explains
+# it only when it came first (then it is the first root anyway): after the error, the job hung on, or its peers saw
+# the rank leave.
+_EXPLAINS_USER_ERROR = frozenset({
+    FailureClass.OOM, FailureClass.TRANSIENT_IO, FailureClass.GPU_HW, FailureClass.NODE_LOSS,
+})
+
+
+def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision:
+    """The program failed by itself (a programming or input error, argparse, its own MPI_Abort), at any point of
+    the run, unless an infrastructure line in the log explains it. Network trouble explains it only when it came
+    first: after the error it is the peers' view of the rank that left."""
+    infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
+                  and (e.host_means is not HostMeaning.SUSPECT)), None)
+    if infra is not None and infra.failure_class is not None:
+        return _Decision(infra.failure_class, (), f"{infra.pattern} at line {infra.line} explains {ev.pattern} at "
+                         f"line {ev.line}: {infra.text[:120]}")
+    when = " after progress" if progress is not None and progress.first_line < ev.line else ""
+    return _Decision(FailureClass.USER_ERROR, (), f"{ev.pattern} at line {ev.line}{when}: {ev.text[:120]}")
 
 
 def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
@@ -336,6 +387,38 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
             fclass = ev.failure_class or FailureClass.UNKNOWN
             return _Decision(fclass, (), f"only consequences seen, first {ev.pattern} at line {ev.line}; no host named")
     return None
+
+
+def _signal_death(
+    decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...], members: frozenset[Host] | None
+) -> _Decision:
+    """Signal deaths by what comes first. When no line decided, the first rank that died of its own signal
+    (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE) makes the failure a ``rank_killed`` that started on its host
+    (blamed, not excluded: a crash is the program's until node evidence joins it). SIGTERM/SIGHUP to the other
+    ranks after it, and crash lines after the teardown began, are the teardown. When every host's ranks crashed
+    alike, nobody is the origin."""
+    if not decision.from_status or decision.failure_class not in (FailureClass.UNKNOWN, FailureClass.RANK_KILLED):
+        return decision
+    teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
+    if not crashes:
+        return decision
+    first = crashes[0]
+    ok = {id(e) for e in usable}
+    hosted = [e for e in crashes if e.host is not None and id(e) in ok]
+    everyone = _all_hosts_killed(hosted, evidence, members)
+    if everyone is not None:
+        return _Decision(FailureClass.RANK_KILLED, (), f"{first.pattern} at line {first.line}; "
+                         f"{everyone.replace('killed', 'crashed')}", nobody=True, crash=True)
+    if not hosted:
+        return _Decision(FailureClass.RANK_KILLED, (), f"a rank died of its own signal first ({first.pattern} at line "
+                         f"{first.line}: {first.text[:120]}); no host named", nobody=True, crash=True)
+    origin = hosted[0]
+    assert origin.host is not None
+    blamed = _blames([e for e in hosted if e.host == origin.host], QuarantineReason.SCRAPED)
+    return _Decision(FailureClass.RANK_KILLED, blamed, f"{origin.host.name} died of its own signal first "
+                     f"({origin.pattern} at line {origin.line}: {origin.text[:120]}); a crash, not a node fault",
+                     crash=True)
 
 
 def _scheduler_blame(
@@ -372,6 +455,9 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         if e.host is not None and e.host_means in _ORIGIN_MEANINGS
         and (e.failure_class is None or e.failure_class in _ORIGIN_CLASSES)
     ]
+    # A crash after the first failure line is the teardown's (the seed: PALS reports the survivors' SIGSEGV too).
+    first_root = next((e.line for e in evidence if e.role is Role.ROOT and e.failure_class is not None), None)
+    starts = [e for e in starts if not (_is_crash(e) and first_root is not None and e.line > first_root)]
     starts = _not_torn_down(_before_teardown(starts, evidence, strict=True), evidence)
     if not starts:
         return decision
@@ -396,27 +482,38 @@ def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
     noise = sum(1 for e in evidence if e.role is Role.CASCADE)
     if status is None:
         if noise:
-            return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status")
+            return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status",
+                             from_status=True)
         # No verdict without evidence: a log that shows no failure has not shown success either (a job killed
         # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
-        return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success")
+        return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success",
+                         from_status=True)
     if status.ok:
-        return _Decision(FailureClass.SUCCESS, (), "exit 0 and no failure evidence")
-    if status.signal == signal.SIGINT:
-        return _Decision(FailureClass.CANCELLED, (), f"{status}: interrupted")
+        return _Decision(FailureClass.SUCCESS, (), "exit 0 and no failure evidence", from_status=True)
+    if status.signal in (signal.SIGINT, signal.SIGHUP):
+        return _Decision(FailureClass.CANCELLED, (), f"{status}: interrupted (Ctrl-C, or the terminal went away)")
+    if status.signal in _CRASH_SIGNALS:
+        return _Decision(FailureClass.RANK_KILLED, (), f"{status}: the program crashed; no line names a host",
+                         from_status=True, crash=True)
     detail = " (exit 143 is walltime only with walltime evidence)" if status.signal == signal.SIGTERM else ""
-    return _Decision(FailureClass.UNKNOWN, (), f"{status} and no line names a cause or a host{detail}")
+    return _Decision(FailureClass.UNKNOWN, (), f"{status} and no line names a cause or a host{detail}",
+                     from_status=True)
+
+
+#: A rank's own death signals (a bug or a bad instruction); SIGKILL, SIGTERM, SIGHUP and SIGINT come from outside.
+_CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE})
 
 
 def _node_fault_blame(blame: Blame) -> bool:
     """Whether a blame carries node-fault evidence (or none from the log: the scheduler's or a probe's word)."""
     return not blame.evidence or any(
-        e.failure_class is not None and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
-        for e in blame.evidence
+        e.role is Role.ROOT and e.failure_class is not None and e.failure_class.attributes_node
+        and e.host_means in _ORIGIN_MEANINGS for e in blame.evidence
     )
 
 
-def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: frozenset[Host] | None) -> Verdict:
+def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: frozenset[Host] | None,
+             status: ExitStatus | None, last_line: str | None = None) -> Verdict:
     named = [e.host for e in evidence if e.host is not None]
     foreign = sorted({h for h in named if members is not None and h not in members})
     blamed_set = {b.host for b in decision.blamed}
@@ -439,6 +536,10 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
         reason=f"{fclass.value}: {decision.reason}",
         evidence=evidence,
         suspect_hosts=tuple(suspects),
+        signature="" if fclass is FailureClass.SUCCESS else failure_signature(
+            evidence, str(status) if status is not None else None, hosts=(h.name for h in members or ()),
+            last_line=last_line, crash=decision.crash),
+        crash=decision.crash,
     )
 
 
