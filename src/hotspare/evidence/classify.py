@@ -346,6 +346,13 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
+        if ev.failure_class is FailureClass.UNKNOWN:
+            # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
+            # anywhere in the log: the worker died of the missing module.
+            mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
+                            and e.failure_class is FailureClass.USER_ERROR), None)
+            if mistake is not None:
+                return _user_error(mistake, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
             # A lost connection or a failed launch names a lead, not a dead node: until a probe or the scheduler
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
@@ -406,7 +413,11 @@ def _signal_death(
     first = crashes[0]
     ok = {id(e) for e in usable}
     hosted = [e for e in crashes if e.host is not None and id(e) in ok]
+    # Every host crashing alike names nobody; without the allocation, two crashed hosts are more likely a first crash
+    # and its victim than a job-wide one (the corpus labels the first printed as the origin), so it takes three.
     everyone = _all_hosts_killed(hosted, evidence, members)
+    if everyone is not None and members is None and len({e.host for e in hosted}) < 3:
+        everyone = None
     if everyone is not None:
         return _Decision(FailureClass.RANK_KILLED, (), f"{first.pattern} at line {first.line}; "
                          f"{everyone.replace('killed', 'crashed')}", nobody=True, crash=True)
