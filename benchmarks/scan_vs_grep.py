@@ -1,13 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark: `hotspare scrape` against `grep -E -c` with the same patterns on one big log.
+"""Benchmark: `hotspare scrape` against `grep -E -c` and single-threaded ripgrep with the same patterns on one big log.
 
 Generates a synthetic log of a 10,000-rank job (interleaved, partly coloured
 rank output with progress lines, a traceback from every rank, one root line,
 then a teardown cascade from every rank), writes the shipped patterns as one
-ERE file for grep, and times both tools on the same file, alternating, after
-one warm-up read. Prints a table and, as the last line:
+ERE file for grep and one file for ripgrep, and times the tools on the same
+file after one warm-up read. Rounds alternate the tools (and rotate which goes
+first) so that all see the same background load; the figures are medians.
 
-    ratio=<hotspare MB/s / grep MB/s> rss_mb=<peak RSS of hotspare>
+What runs:
+
+* ``hotspare scrape LOG``: the scanner plus the classifier, Python start-up and pattern loading included;
+* ``grep -E -c -f patterns.ere LOG``: the patterns GNU ERE can express (named groups made plain, ``(?i)`` dropped);
+* ``rg -j1 -c -f patterns.rg LOG``: every pattern as written (RE2 and Rust regex share the syntax), named groups
+  made non-capturing because Rust rejects one name used in two alternatives.
+
+Cores: the CPU seconds of each process (user + system, from ``wait4``) over its wall time, printed beside the
+thread count it may use. Prints a table and, as the last line:
+
+    ratio_rg=<hotspare MB/s / rg MB/s> ratio_grep=<hotspare MB/s / grep MB/s> rss_mb=<peak RSS of hotspare>
 
 Usage: python benchmarks/scan_vs_grep.py [--size-mb 1024] [--rounds 3] [--keep]
 """
@@ -15,6 +26,7 @@ Usage: python benchmarks/scan_vs_grep.py [--size-mb 1024] [--rounds 3] [--keep]
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import statistics
@@ -22,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare import Host, HostError, load_patterns
@@ -87,27 +100,48 @@ def ere(regex: str) -> str | None:
     return None if "(?" in text else text
 
 
-def run(argv: list[str], path: Path) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS in MB, and stdout of one run.
+def rust(regex: str) -> str:
+    """An RE2 pattern for ripgrep: the same syntax, named groups made non-capturing (Rust rejects a name
+    used twice in one alternation, and rg joins its pattern file into one)."""
+    return re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", regex)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One timed run of one tool."""
+
+    wall_s: float
+    cpu_s: float
+    rss_mb: float
+    stdout: str
+
+
+def run(argv: list[str], path: Path) -> Run:
+    """Wall and CPU seconds, peak RSS in MB, and stdout of one run.
 
     Peak RSS is the child's own VmHWM, polled from /proc until it exits:
     wait4's ru_maxrss would also count this (larger) Python parent's pages,
-    which the child carries until its exec.
+    which the child carries until its exec. CPU time is wait4's (the child's
+    threads, user and system).
     """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([*argv, str(path)], stdout=out, stderr=err)
         peak_kb = 0
-        while proc.poll() is None:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
             peak_kb = max(peak_kb, _hwm_kb(proc.pid))
             time.sleep(0.005)
         elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode not in (0, 1):
         raise SystemExit(f"error: {argv[0]} failed ({proc.returncode}): {stderr[:200]}")
-    return elapsed, peak_kb / 1024, stdout.strip()
+    return Run(elapsed, usage.ru_utime + usage.ru_stime, peak_kb / 1024, stdout.strip())
 
 
 def _hwm_kb(pid: int) -> int:
@@ -129,7 +163,7 @@ def _names_root(output: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
@@ -148,38 +182,55 @@ def main() -> int:
     converted = [e for e in map(ere, regexes) if e]
     patfile = workdir / "patterns.ere"
     patfile.write_text("\n".join(converted) + "\n")
+    rgfile = workdir / "patterns.rg"
+    rgfile.write_text("\n".join(map(rust, regexes)) + "\n")
     hotspare = str(Path(sys.executable).with_name("hotspare"))
     tools = {
         "hotspare": [hotspare, "scrape"],
         "grep": ["grep", "-E", "-c", "-f", str(patfile)],
+        "rg": ["rg", "-j1", "-c", "-f", str(rgfile)],
     }
+    threads = {"hotspare": f"{_hotspare_threads()}", "grep": "1", "rg": "1 (-j1)"}
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-    times: dict[str, list[float]] = {name: [] for name in tools}
-    rss: dict[str, float] = {name: 0.0 for name in tools}
-    outputs: dict[str, str] = {}
-    for _ in range(args.rounds):
-        for name, argv in tools.items():
-            elapsed, peak, out = run(argv, log)
-            times[name].append(elapsed)
-            rss[name] = max(rss[name], peak)
-            outputs[name] = out
+    runs: dict[str, list[Run]] = {name: [] for name in tools}
+    names = list(tools)
+    for round_no in range(args.rounds):
+        for name in names[round_no % len(names) :] + names[: round_no % len(names)]:
+            runs[name].append(run(tools[name], log))
 
-    print(f"log: {size_mb:.0f} MB, {RANKS} ranks; patterns: {len(regexes)} shipped, {len(converted)} as ERE for grep")
-    print(f"{'tool':<10} {'median s':>9} {'MB/s':>8} {'peak RSS MB':>12}  output")
-    rate = {}
+    print(f"log: {size_mb:.0f} MB, {RANKS} ranks; patterns: {len(regexes)} shipped, "
+          f"{len(converted)} as ERE for grep, {len(regexes)} for rg; {os.cpu_count()} CPUs; "
+          f"median of {args.rounds} alternating rounds")
+    print(f"{'tool':<10} {'median s':>9} {'MB/s':>8} {'cores used':>11} {'threads':>9} {'peak RSS MB':>12}  output")
+    rate, rss = {}, {}
     for name in tools:
-        med = statistics.median(times[name])
+        med = statistics.median(r.wall_s for r in runs[name])
+        cores = statistics.median(r.cpu_s / r.wall_s for r in runs[name])
         rate[name] = size_mb / med
-        print(f"{name:<10} {med:>9.2f} {rate[name]:>8.1f} {rss[name]:>12.1f}  {outputs[name][:60]!r}")
-    if not _names_root(outputs["hotspare"]):
-        print(f"error: hotspare scrape named {outputs['hotspare']!r}, expected {ROOT_HOST!r}", file=sys.stderr)
+        rss[name] = max(r.rss_mb for r in runs[name])
+        out = runs[name][-1].stdout
+        print(f"{name:<10} {med:>9.2f} {rate[name]:>8.1f} {cores:>11.2f} {threads[name]:>9} {rss[name]:>12.1f}  {out[:60]!r}")
+    print(f"rg ran: {' '.join(tools['rg'])} {log}")
+    print(f"hotspare engine: {_hotspare_engine()}")
+    if not _names_root(runs["hotspare"][-1].stdout):
+        print(f"error: hotspare scrape named {runs['hotspare'][-1].stdout!r}, expected {ROOT_HOST!r}", file=sys.stderr)
         return 1
     if not args.keep and not args.dir:
-        log.unlink()
-        patfile.unlink()
+        for file in (log, patfile, rgfile):
+            file.unlink()
         workdir.rmdir()
-    print(f"ratio={rate['hotspare'] / rate['grep']:.2f} rss_mb={rss['hotspare']:.1f}")
+    print(f"ratio_rg={rate['hotspare'] / rate['rg']:.2f} ratio_grep={rate['hotspare'] / rate['grep']:.2f} "
+          f"rss_mb={rss['hotspare']:.1f}")
     return 0
+
+
+def _hotspare_threads() -> str:
+    """How many threads the scanner may keep busy at once (the reading thread and its search helpers)."""
+    return "2"
+
+
+def _hotspare_engine() -> str:
+    return "re2 prefilter"
 
 
 if __name__ == "__main__":

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import io
+import tomllib
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
-from hotspare.evidence.scan import MAX_LINE_BYTES, detect_wrap_width
+from hotspare.evidence import multi
+from hotspare.evidence.multi import engine_note, line_finder
+from hotspare.evidence.patterns import load_pack_text
+from hotspare.evidence.scan import BLOCK_BYTES, MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
 PATTERNS = load_patterns(environ={})
@@ -230,3 +236,98 @@ def test_osc_title_strings_do_not_hide_a_match(patterns: PatternSet) -> None:
     """A line holding an OSC string (window title) is always checked exactly."""
     line = b"\x1b]0;user@login: ~/run\x07srun: error: Node failure on \x1b]2;x\x07n2\n"
     assert _hits(scan(line, patterns), "slurm.srun_node_failure") == [(1, "n2")]
+
+
+# --- The Hyperscan line finder must find exactly what the RE2 prefilter finds (hotspare.evidence.multi). ---
+
+DATA = Path(__file__).parent / "data"
+
+
+def _corpus() -> list[tuple[str, bytes]]:
+    """Every log text the tests hold: the real excerpts, the captured lines and the test-bed logs."""
+    texts = [(p.name, p.read_bytes()) for p in sorted(DATA.glob("*.txt")) + sorted(DATA.glob("slurm-testbed/*.log"))]
+    for path in sorted(DATA.glob("real/*.toml")):
+        for excerpt in tomllib.loads(path.read_text(encoding="utf-8")).get("excerpt", []):
+            texts.append((f"{path.name}:{excerpt['id']}", excerpt["text"].encode("utf-8")))
+    return texts
+
+
+def test_engines_agree_on_every_corpus_text() -> None:
+    """The Hyperscan engine yields the RE2 engine's evidence, line counts and progress on every corpus text,
+    read plainly and with wrapped-line rejoining."""
+    pytest.importorskip("hyperscan")
+    corpus = _corpus()
+    assert len(corpus) > 400
+    for name, data in corpus:
+        for wrap in (None, "auto"):
+            fast = scan(data, PATTERNS, wrap_width=wrap, engine="hyperscan")
+            assert fast == scan(data, PATTERNS, wrap_width=wrap, engine="re2"), name
+
+
+@settings(max_examples=200, deadline=4000)
+@given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
+       st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),
+                max_size=12))
+def test_engines_agree_on_examples_with_escapes_anywhere(examples: list[tuple[str, str]], inserts: list[tuple[int, bytes]]) -> None:
+    """Pattern examples run together, with escapes, NULs and breaks inserted at any byte (inside words too,
+    where the prefilters do not look for them): both engines find the same evidence."""
+    pytest.importorskip("hyperscan")
+    data = b"\n".join(text.encode("utf-8") for _, text in examples) + b"\n"
+    for offset, seq in sorted(((o % (len(data) + 1), s) for o, s in inserts), reverse=True):
+        data = data[:offset] + seq + data[offset:]
+    assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
+
+
+def test_engines_agree_through_the_file_pipeline(tmp_path: Path) -> None:
+    """A file of many blocks, searched on helper threads, gives both engines the same result."""
+    pytest.importorskip("hyperscan")
+    path = tmp_path / "many.log"
+    lines = [text.encode("utf-8") + b"\n" for _, text in EXAMPLES]
+    with path.open("wb") as out:
+        for i in range(60_000):
+            out.write(b"[rank%d]: \x1b[36miter\x1b[0m=%d loss=0.5 ordinary progress\n" % (i % 64, i))
+            if i % 1000 == 0:
+                out.write(lines[(i // 1000) % len(lines)])
+    assert path.stat().st_size > 3 * BLOCK_BYTES
+    assert scan(path, PATTERNS, engine="hyperscan") == scan(path, PATTERNS, engine="re2")
+
+
+def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_FLAGGED patterns flagged in one block, the RE2 prefilter takes the block: same evidence."""
+    pytest.importorskip("hyperscan")
+    data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES)
+    expected = scan(data, PATTERNS, engine="re2")
+    monkeypatch.setattr(multi, "MAX_FLAGGED", 0)
+    assert scan(data, PATTERNS, engine="hyperscan") == expected
+
+
+def test_a_prefilter_hyperscan_rejects_stays_in_re2() -> None:
+    """A pattern whose prefilter Hyperscan will not compile (it can match nothing at all) is searched by RE2."""
+    pytest.importorskip("hyperscan")
+    pack = load_pack_text(
+        "[pack]\nname = 'odd'\ndoc = 'x'\n[[pattern]]\nname = 'maybe'\nregex = 'z?'\nrole = 'context'\n"
+        "doc = 'matches the empty string'\nexamples = ['z']\n",
+        "test",
+    )
+    odd = PatternSet([pack, PATTERNS.pack("slurm")])
+    data = b"z\nsrun: error: Node failure on n2\n"
+    assert scan(data, odd, engine="hyperscan") == scan(data, odd, engine="re2")
+    assert _hits(scan(data, odd, engine="hyperscan"), "slurm.srun_node_failure") == [(2, "n2")]
+
+
+def test_without_hyperscan_auto_falls_back_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where hyperscan does not import, 'auto' scans with the RE2 prefilter and says why in one line."""
+    monkeypatch.setattr(multi, "hyperscan", None)
+    monkeypatch.setattr(multi, "_IMPORT_ERROR", "No module named 'hyperscan'")
+    fresh = PatternSet(PATTERNS.packs.values())
+    assert line_finder(fresh).name == "re2"
+    note = engine_note()
+    assert "RE2" in note and "hyperscan" in note and "\n" not in note
+    assert _hits(scan(ROOT, fresh), "pals.rank_signal_9") == [(1, "x1921c7s1b0n0")]
+
+
+def test_engine_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misspelt HOTSPARE_SCAN_ENGINE is an error naming the choices, not a silent default."""
+    monkeypatch.setenv(multi.ENGINE_VAR, "fast")
+    with pytest.raises(ValueError, match="auto, hyperscan or re2"):
+        Scanner(PATTERNS)

@@ -3,18 +3,22 @@
 The scanner streams input of any size in bounded memory: it works on blocks
 of complete lines, treats ``\\r`` as a segment break (progress bars redraw a
 line many times), drops NULs, and reads bytes as Latin-1 so invalid UTF-8
-cannot raise. One escape-tolerant RE2 prefilter (linear time, see
-:mod:`hotspare.evidence.patterns.relax`) finds candidate lines in a whole raw block;
-only those lines are stripped of terminal escapes (they sit inside tokens,
-e.g. ``\\x1b[36miter\\x1b[0m=42``) and matched pattern by pattern. A line
-longer than ``max_line_bytes`` is matched on its head only and the rest
-skipped, so a 100 MB line costs one bounded match.
+cannot raise. Escape-tolerant prefilters (linear time, see
+:mod:`hotspare.evidence.patterns.relax`) find candidate lines in a whole raw block,
+and which patterns each may match (:mod:`hotspare.evidence.multi`: Hyperscan where it
+imports, else one RE2 prefilter); only those lines are stripped of terminal escapes
+(they sit inside tokens, e.g. ``\\x1b[36miter\\x1b[0m=42``) and matched exactly, with
+RE2. A line longer than ``max_line_bytes`` is matched on its head only and the rest
+skipped, so a 100 MB line costs one bounded match. Blocks are searched on helper
+threads (:data:`SEARCH_THREADS`) while this one reads and records.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from hotspare.errors import HostError, InputError
+from hotspare.evidence.multi import Candidate, Engine, line_finder, re2_lines
 from hotspare.evidence.patterns import Pattern, PatternSet, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host, expand_hosts
@@ -47,6 +52,10 @@ BLOCK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 10
 #: Characters of a line kept in an evidence record.
 TEXT_CHARS = 300
+#: Threads searching blocks of a file or stream while the calling thread reads and records (the searches
+#: spend their time in Hyperscan or RE2, which release the GIL). Two keep two cores busy; more blocks in
+#: flight would only cost memory.
+SEARCH_THREADS = min(2, os.cpu_count() or 1)
 
 # CSI (colours, cursor moves), OSC (titles, ended by BEL or ST), and the
 # two-byte escapes. None of these can contain \n or \r, so a block cut at a
@@ -64,12 +73,14 @@ class Scanner:
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
         wrap_width: int | Literal["auto"] | None = None,
+        engine: Engine | None = None,
     ) -> None:
         if max_line_bytes < 256:
             raise ValueError(f"max_line_bytes={max_line_bytes} is too small; use at least 256")
         if isinstance(wrap_width, int) and wrap_width < MIN_WRAP_WIDTH:
             raise ValueError(f"wrap_width={wrap_width} is not a terminal width; use {MIN_WRAP_WIDTH} or more")
         self.patterns = patterns if patterns is not None else load_patterns()
+        self._finder = line_finder(self.patterns, engine)
         self.max_line_bytes = max_line_bytes
         self.wrap_width: int | None = None if wrap_width == "auto" else wrap_width
         self._detect_wrap = wrap_width == "auto"
@@ -106,8 +117,8 @@ class Scanner:
         """Cut ``data`` (with what is pending) into prepared blocks of whole segments.
 
         Stage one of three: ``blocks`` and ``apply`` run in order on one thread;
-        ``search`` is pure and spends its time in RE2 without the GIL, so
-        :func:`scan` runs it for one block while preparing the next.
+        ``search`` is pure and spends its time in Hyperscan or RE2 without the
+        GIL, so :func:`scan` runs it on helper threads while preparing the next.
         """
         self._bytes += len(data)
         if self._detect_wrap and data:
@@ -131,7 +142,7 @@ class Scanner:
 
     def search(self, block: Block) -> Spans:
         """Candidate lines and progress lines of a block (pure; no scanner state)."""
-        candidates = list(_candidates(self.patterns.event_prefilter, block.text))
+        candidates = self._finder.candidates(block.text)
         progress = self.patterns.progress_prefilter
         first = progress.search(block.text) if progress is not None else None
         if first is None:
@@ -142,9 +153,10 @@ class Scanner:
         """Match the candidate lines, in order, and advance the line count."""
         text = block.text
         counter = _LineCounter(block.raw, self._lines)
-        for start, end in spans.candidates:
-            line = _clean(text[start:end])
-            self._match_line(line, counter.at(start), found)
+        for start, end, ids in spans.candidates:
+            raw = text[start:end]
+            # The prefilters tolerate escapes between words only: a line holding one is checked in full.
+            self._match_line(_clean(raw), counter.at(start), found, ids=None if b"\x1b" in raw else ids)
         if self.wrap_width:
             self._unwrap(text, counter, found)
         elif self._bytes <= PASTE_BYTES:
@@ -176,13 +188,22 @@ class Scanner:
         return head[min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0) :]
 
     def _match_line(
-        self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int | tuple[int, ...] = -1
+        self,
+        line: bytes,
+        lineno: int,
+        found: list[Evidence],
+        *,
+        only_across: int | tuple[int, ...] = -1,
+        ids: frozenset[int] | None = None,
     ) -> list[tuple[str, int]]:
-        """Match one line; ``only_across`` keeps only matches spanning that offset (or one of those).
+        """Match one line; ``only_across`` keeps only matches spanning that offset (or one of those);
+        ``ids``, when known, are the only patterns that can match it.
 
         Returns ``(pattern name, match end)`` for each pattern that matched.
         """
-        indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
+        # With several patterns flagged, one RE2 set match (about 2 us) costs less than the searches with
+        # captures that would fail; None from it means no match.
+        indices = ids if ids is not None and len(ids) == 1 else self.patterns.event_set.Match(line) or ()
         joins = (only_across,) if isinstance(only_across, int) else only_across
         matched: list[tuple[str, int]] = []
         for index in sorted(indices):
@@ -290,7 +311,7 @@ class Block:
 class Spans:
     """What the prefilters found in a block: candidate lines and progress lines."""
 
-    candidates: list[tuple[int, int]]
+    candidates: list[Candidate]
     progress_first: int | None
     progress_last: tuple[int, int] | None
 
@@ -348,19 +369,6 @@ class _LineCounter:
         return self._line - self._raw.count(b"\n", offset, self._offset)
 
 
-def _candidates(prefilter: Any, text: bytes) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line holding a prefilter match, in order, each once."""
-    if prefilter is None:
-        return
-    pos = 0
-    while (match := prefilter.search(text, pos)) is not None:
-        start = text.rfind(b"\n", 0, match.start()) + 1
-        end = text.find(b"\n", match.start())
-        end = len(text) if end < 0 else end
-        yield start, end
-        pos = end + 1
-
-
 def _last_candidate(prefilter: Any, text: bytes) -> tuple[int, int]:
     """The last matching line, searching back from the end in growing windows."""
     window = 4096
@@ -368,7 +376,7 @@ def _last_candidate(prefilter: Any, text: bytes) -> tuple[int, int]:
         lo = max(0, len(text) - window)
         if lo:
             lo = text.find(b"\n", lo) + 1 or len(text)
-        spans = list(_candidates(prefilter, text[lo:]))
+        spans = list(re2_lines(prefilter, text[lo:]))
         if spans:
             return lo + spans[-1][0], lo + spans[-1][1]
         if lo == 0:
@@ -451,9 +459,14 @@ def scan(
     patterns: PatternSet | None = None,
     *,
     wrap_width: int | Literal["auto"] | None = None,
+    engine: Engine | None = None,
 ) -> ScanResult:
-    """Scan a whole input: a path, raw bytes, or a binary stream (e.g. ``sys.stdin.buffer``)."""
-    scanner = Scanner(patterns, wrap_width=wrap_width)
+    """Scan a whole input: a path, raw bytes, or a binary stream (e.g. ``sys.stdin.buffer``).
+
+    ``engine`` picks how candidate lines are found (see :func:`hotspare.evidence.multi.line_finder`);
+    the evidence is the same either way.
+    """
+    scanner = Scanner(patterns, wrap_width=wrap_width, engine=engine)
     if isinstance(source, bytes):
         scanner.feed(source)
         return scanner.close()
@@ -466,18 +479,19 @@ def scan(
     return _scan_stream(scanner, source)
 
 
-def _scan_stream(scanner: Scanner, stream: IO[bytes]) -> ScanResult:
-    """Read, prepare and apply on this thread while a helper thread runs the RE2
-    prefilter over the previous block (RE2 releases the GIL). At most two
-    blocks are in flight, so memory stays bounded."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-scan") as pool:
-        inflight: tuple[Block, Future[Spans]] | None = None
+def _scan_stream(scanner: Scanner, stream: IO[bytes], threads: int = SEARCH_THREADS) -> ScanResult:
+    """Read, prepare and apply, in order, on this thread while ``threads`` helpers
+    search the blocks ahead. At most ``threads + 1`` blocks are in flight, so
+    memory stays bounded."""
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hotspare-scan") as pool:
+        inflight: deque[tuple[Block, Future[Spans]]] = deque()
         for data in iter(lambda: stream.read(BLOCK_BYTES), b""):
             for block in scanner.blocks(data):
-                ahead = (block, pool.submit(scanner.search, block))
-                if inflight is not None:
-                    scanner.apply(inflight[0], inflight[1].result(), [])
-                inflight = ahead
-        if inflight is not None:
-            scanner.apply(inflight[0], inflight[1].result(), [])
+                inflight.append((block, pool.submit(scanner.search, block)))
+                if len(inflight) > threads:
+                    done, spans = inflight.popleft()
+                    scanner.apply(done, spans.result(), [])
+        while inflight:
+            done, spans = inflight.popleft()
+            scanner.apply(done, spans.result(), [])
     return scanner.close()

@@ -8,12 +8,18 @@ compact automaton whose cost does not grow with how the patterns are written. Ca
 matched exactly (:meth:`hotspare.evidence.scan.Scanner._match_line`), so a prefilter may over-match, never
 under-match. A regex with no literal long enough (a bare ``(?P<host>\\S+): (?:A|B)``) keeps its whole
 relaxed form in the prefilter.
+
+:func:`required_words` asks the same of whole words (letters, digits, ``_``): a colouriser puts its escapes
+between words, never inside one (see relax.py), so a required word stands verbatim in the raw bytes and a
+plain literal search for it, the fastest search there is, tells which patterns can match in a block at all.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 with warnings.catch_warnings():  # Python 3.11 keeps the parser as re._parser; these names are its public aliases
@@ -23,22 +29,57 @@ with warnings.catch_warnings():  # Python 3.11 keeps the parser as re._parser; t
 
 #: Shortest literal worth prefiltering on; shorter ones make most lines candidates.
 MIN_LITERAL = 6
+#: Shortest word worth keying a pattern on (:func:`required_words`); shorter ones are in most blocks.
+MIN_WORD = 4
 
 Alternatives = tuple[str, ...]
+#: What a run of literal text offers as a requirement: the run itself, or its longest word; None if too short.
+_Pick = Callable[[str], str | None]
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 def required_literals(regex: str) -> tuple[Alternatives, bool] | None:
     """Literals of which every match of ``regex`` holds at least one, and whether they ignore case;
     None when no choice of literals at least :data:`MIN_LITERAL` long exists (or the regex is not one
     Python's parser reads the same way as RE2)."""
-    try:
-        tree = sre_parse.parse(regex)
-    except (re.error, OverflowError, RecursionError):
+    return _required(regex, _whole_run)
+
+
+def required_words(regex: str) -> tuple[Alternatives, bool] | None:
+    """ASCII words of which every match of ``regex`` holds at least one (whole, or inside a longer word),
+    and whether they ignore case; None when no choice of words at least :data:`MIN_WORD` long exists."""
+    return _required(regex, longest_word)
+
+
+def longest_word(text: str) -> str | None:
+    """The longest ASCII word of ``text`` if it has :data:`MIN_WORD` characters or more. Every word of a
+    required literal is required too, and the longest is the least likely to turn up by chance."""
+    word = max(_WORD.findall(text), key=len, default="")
+    return word if len(word) >= MIN_WORD else None
+
+
+def _whole_run(run: str) -> str | None:
+    return run if len(run) >= MIN_LITERAL else None
+
+
+def _required(regex: str, pick: _Pick) -> tuple[Alternatives, bool] | None:
+    tree = _parse(regex)
+    if tree is None:
         return None
     scoped: list[bool] = []
-    best = _sequence(tree.data, scoped)
+    best = _sequence(tree.data, scoped, pick)
     ignore_case = bool(tree.state.flags & re.IGNORECASE) or any(scoped)
     return (best, ignore_case) if best is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(regex: str) -> Any:
+    """Python's parse of ``regex`` (read-only once made, so shared between both questions); None if it fails."""
+    try:
+        return sre_parse.parse(regex)
+    except (re.error, OverflowError, RecursionError):
+        return None
 
 
 def _score(alts: Alternatives) -> int:
@@ -53,15 +94,16 @@ def _better(a: Alternatives | None, b: Alternatives | None) -> Alternatives | No
     return a if (_score(a), -len(a)) >= (_score(b), -len(b)) else b
 
 
-def _sequence(items: list[Any], scoped: list[bool]) -> Alternatives | None:
+def _sequence(items: list[Any], scoped: list[bool], pick: _Pick) -> Alternatives | None:
     """The best requirement of a concatenation: its longest literal run, or its best required part."""
     best: Alternatives | None = None
     run: list[str] = []
 
     def close() -> None:
         nonlocal best
-        if len(run) >= MIN_LITERAL:
-            best = _better(best, ("".join(run),))
+        found = pick("".join(run)) if run else None
+        if found is not None:
+            best = _better(best, (found,))
         run.clear()
 
     for op, av in items:
@@ -78,22 +120,22 @@ def _sequence(items: list[Any], scoped: list[bool]) -> Alternatives | None:
             if av[1]:  # a scoped flag group, (?i:...): its literals ignore case
                 scoped.append(True)
             close()
-            best = _better(best, _sequence(inner, scoped))
+            best = _better(best, _sequence(inner, scoped, pick))
             continue
         close()
         if op is C.BRANCH:
-            best = _better(best, _branch(av[1], scoped))
+            best = _better(best, _branch(av[1], scoped, pick))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
-            best = _better(best, _sequence(list(av[2]), scoped))
+            best = _better(best, _sequence(list(av[2]), scoped, pick))
     close()
     return best
 
 
-def _branch(branches: list[Any], scoped: list[bool]) -> Alternatives | None:
+def _branch(branches: list[Any], scoped: list[bool], pick: _Pick) -> Alternatives | None:
     """An alternation requires one of its branches' requirements: None if any branch requires nothing."""
     found: list[str] = []
     for branch in branches:
-        alts = _sequence(list(branch), scoped)
+        alts = _sequence(list(branch), scoped, pick)
         if alts is None:
             return None
         found.extend(alts)

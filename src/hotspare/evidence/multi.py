@@ -1,0 +1,333 @@
+"""Candidate lines of a block, at a cost that follows the log rather than the number of patterns.
+
+The RE2 prefilter (:class:`Re2Lines`, one DFA over every pattern's escape-tolerant form) walks states that
+every added pattern makes: with 262 patterns it read about 430 MB/s on one core. :class:`HyperscanLines`
+asks two cheaper questions of each block instead:
+
+1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for the
+   words every match of a pattern holds (:func:`~hotspare.evidence.patterns.literals.required_words`), each
+   word reported once a block. A colouriser puts its escapes between words, never inside one, so a word
+   stands verbatim in the raw bytes.
+2. Where? For each pattern flagged, one pass of that pattern's own escape-tolerant prefilter (the form the
+   RE2 prefilter is built from), reporting where each match ends: those lines are its candidates.
+
+A pattern with no such word is in a database run on every block. One Hyperscan cannot compile, or whose
+prefilter holds non-ASCII text (RE2 folds case by Latin-1 rules, Hyperscan by ASCII ones), is searched by
+RE2. A block where more than :data:`MAX_FLAGGED` patterns are flagged (words that log is full of) is left to
+the RE2 prefilter, whose one pass then costs less than many small ones.
+
+Each candidate carries the patterns that flagged it. The scanner checks only those on a line holding no
+escape, where the prefilter forms are exact supersets; a line holding an escape (which the forms tolerate
+between words only) or an OSC string (which they do not skip) is checked against every pattern, as the RE2
+engine checks every candidate line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any, Literal, Protocol
+
+from hotspare.evidence.patterns import PatternSet, compile_bytes
+
+# The form the RE2 prefilter is made of, so both engines flag the same lines (a private helper of the
+# patterns module; reimplementing it here could drift from what the RE2 engine runs).
+from hotspare.evidence.patterns import _prefilter_form as prefilter_form
+from hotspare.evidence.patterns.literals import longest_word, required_literals, required_words
+
+try:
+    import hyperscan
+except ImportError as exc:  # no wheel for this platform: RE2 does it all
+    hyperscan = None  # type: ignore[assignment]  # tested before every use
+    _IMPORT_ERROR: str | None = str(exc)
+else:
+    _IMPORT_ERROR = None
+
+log = logging.getLogger(__name__)
+
+#: Environment variable choosing the engine: ``auto`` (Hyperscan when it imports), ``hyperscan`` or ``re2``.
+ENGINE_VAR = "HOTSPARE_SCAN_ENGINE"
+Engine = Literal["auto", "hyperscan", "re2"]
+#: Most patterns flagged in one block before the RE2 prefilter takes that block instead.
+MAX_FLAGGED = 32
+
+#: (start, end) of a line in a block and the patterns that flagged it; None: check it against every pattern.
+Candidate = tuple[int, int, frozenset[int] | None]
+
+_OSC = b"\x1b]"
+
+
+class LineFinder(Protocol):
+    """Finds the lines of a block some event pattern may match (thread-safe: blocks are searched in parallel)."""
+
+    name: str
+
+    def candidates(self, text: bytes) -> list[Candidate]:
+        """Candidate lines of ``text`` (segments ended by ``\\n``), in order, each once."""
+        ...
+
+
+def re2_lines(prefilter: Any, text: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line holding a match of the RE2 ``prefilter``, in order, each once."""
+    if prefilter is None:
+        return
+    pos = 0
+    # pos <= len: re2 clamps a start past the end, where a prefilter that matches nothing at all would match
+    # again and again.
+    while pos <= len(text) and (match := prefilter.search(text, pos)) is not None:
+        start = text.rfind(b"\n", 0, match.start()) + 1
+        end = text.find(b"\n", match.start())
+        end = len(text) if end < 0 else end
+        yield start, end
+        pos = end + 1
+
+
+class Re2Lines:
+    """The RE2 prefilter over all patterns; its candidate lines are checked against every pattern."""
+
+    name = "re2"
+
+    def __init__(self, patterns: PatternSet) -> None:
+        self._prefilter = patterns.event_prefilter
+
+    def candidates(self, text: bytes) -> list[Candidate]:
+        """Candidate lines of ``text``, each to be checked against every pattern."""
+        return [(start, end, None) for start, end in re2_lines(self._prefilter, text)]
+
+
+class HyperscanLines:
+    """Hyperscan word pass, then a pass per flagged prefilter form (see the module docstring)."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: PatternSet) -> None:
+        if hyperscan is None:
+            raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
+        self._fallback = Re2Lines(patterns)
+        # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
+        forms: dict[str, set[int]] = {}
+        for index, pattern in enumerate(patterns.event_patterns):
+            forms.setdefault(prefilter_form(pattern.regex), set()).add(index)
+        self._forms = list(forms)
+        self._form_patterns = [frozenset(indices) for indices in forms.values()]
+        words: dict[tuple[str, bool], set[int]] = {}
+        unkeyed: list[int] = []
+        for form_index, indices in enumerate(self._form_patterns):
+            found = form_words(patterns.event_patterns[min(indices)].regex, self._forms[form_index])
+            if found is None:
+                unkeyed.append(form_index)
+                continue
+            alternatives, ignore_case = found
+            for word in alternatives:
+                words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(form_index)
+        self._word_forms = [tuple(sorted(forms_)) for forms_ in words.values()]
+        # The OSC introducer is a "word" too: bytes.find for it would stop at every escape of a coloured log.
+        self._osc_word = len(self._word_forms)
+        self._words = _word_database([*words, (_OSC.decode(), False)])
+        self._always = [self._compile(i) for i in unkeyed]
+        # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
+        self._searchers: dict[int, _Searcher] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def candidates(self, text: bytes) -> list[Candidate]:
+        """Candidate lines of ``text`` with the patterns that flagged each."""
+        flagged, osc = self._flagged(text)
+        if len(flagged) > MAX_FLAGGED:
+            return self._fallback.candidates(text)
+        lines = _Lines(text)
+        for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
+            searcher.search(text, lines, self._scratch)
+        at = text.find(_OSC) if osc else -1
+        while at >= 0:
+            lines.add_all(at)
+            at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
+        return lines.result()
+
+    def _flagged(self, text: bytes) -> tuple[set[int], bool]:
+        """Forms a word of which is in ``text``, and whether it holds an OSC string."""
+        hits: list[int] = []
+        self._words.scan(text, match_event_handler=_note_id, context=hits, scratch=self._scratch(self._words))
+        osc = self._osc_word in hits
+        return {form for word in hits if word != self._osc_word for form in self._word_forms[word]}, osc
+
+    def _searcher(self, form: int) -> _Searcher:
+        searcher = self._searchers.get(form)
+        if searcher is None:
+            searcher = self._compile(form)  # two threads may both compile it; one is kept
+            with self._lock:
+                searcher = self._searchers.setdefault(form, searcher)
+        return searcher
+
+    def _compile(self, form: int) -> _Searcher:
+        return _compile_searcher(self._form_patterns[form], self._forms[form])
+
+    def _scratch(self, database: Any) -> Any:
+        """This thread's scratch space for ``database`` (Hyperscan's per-scan memory is not shareable)."""
+        scratches: dict[int, Any] = self._local.__dict__.setdefault("scratches", {})
+        scratch = scratches.get(id(database))
+        if scratch is None:
+            scratch = scratches[id(database)] = hyperscan.Scratch(database)
+        return scratch
+
+
+def form_words(regex: str, form: str) -> tuple[tuple[str, ...], bool] | None:
+    """Words one of which stands verbatim in every raw line ``form`` (the prefilter of ``regex``) matches.
+
+    A form made of ``regex``'s required literals, relaxed, holds each literal's words unbroken (escapes go
+    between words), so the longest word of each literal will do; that reuses the parse the form was made
+    from. A form that is the whole regex relaxed is asked directly (slower: its text is long).
+    """
+    literals = required_literals(regex)
+    if literals is None:
+        return required_words(form)
+    alternatives, ignore_case = literals
+    words = [longest_word(literal) for literal in alternatives]
+    if any(word is None for word in words):
+        return None
+    return tuple(dict.fromkeys(w for w in words if w)), ignore_case
+
+
+class _Searcher(Protocol):
+    def search(self, text: bytes, lines: _Lines, scratch: Any) -> None: ...
+
+
+class _HyperscanSearcher:
+    """A prefilter form as a Hyperscan database: where every match ends, in one pass."""
+
+    def __init__(self, patterns: frozenset[int], database: Any) -> None:
+        self.patterns = patterns
+        self.database = database
+
+    def search(self, text: bytes, lines: _Lines, scratch: Any) -> None:
+        ends: list[int] = []
+        self.database.scan(text, match_event_handler=_note_end, context=ends, scratch=scratch(self.database))
+        lines.add_ends(ends, self.patterns)
+
+
+class _Re2Searcher:
+    """A prefilter form in RE2, where Hyperscan cannot take it."""
+
+    def __init__(self, patterns: frozenset[int], regex: Any) -> None:
+        self.patterns = patterns
+        self.regex = regex
+
+    def search(self, text: bytes, lines: _Lines, scratch: Any) -> None:
+        del scratch
+        for start, end in re2_lines(self.regex, text):
+            lines.add(start, end, self.patterns)
+
+
+def _compile_searcher(patterns: frozenset[int], form: str) -> _Searcher:
+    if form.isascii():
+        database = hyperscan.Database()
+        # PREFILTER: a construct Hyperscan lacks is widened, never narrowed; MULTILINE: a kept ^ is a line start.
+        flags = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER
+        try:
+            database.compile(expressions=[form.encode()], flags=flags)
+        except hyperscan.error as exc:
+            log.debug("patterns %s stay in RE2: hyperscan rejects their prefilter (%s)", sorted(patterns), exc)
+        else:
+            return _HyperscanSearcher(patterns, database)
+    return _Re2Searcher(patterns, compile_bytes(f"(?m){form}", capture=False))
+
+
+def _word_database(words: list[tuple[str, bool]]) -> Any:
+    database = hyperscan.Database()
+    single = hyperscan.HS_FLAG_SINGLEMATCH  # once a block is enough to know the word is there
+    database.compile(
+        expressions=[word.encode() for word, _ in words],
+        ids=list(range(len(words))),
+        flags=[single | (hyperscan.HS_FLAG_CASELESS if caseless else 0) for _, caseless in words],
+        literal=True,
+    )
+    return database
+
+
+def _note_id(index: int, start: int, end: int, flags: int, sink: list[int]) -> None:
+    sink.append(index)
+
+
+def _note_end(index: int, start: int, end: int, flags: int, sink: list[int]) -> None:
+    sink.append(end)
+
+
+class _Lines:
+    """Candidate lines of one block being gathered: start -> (end, patterns, or None for every pattern)."""
+
+    def __init__(self, text: bytes) -> None:
+        self._text = text
+        self._found: dict[int, tuple[int, frozenset[int] | None]] = {}
+
+    def add(self, start: int, end: int, patterns: frozenset[int] | None) -> None:
+        have = self._found.get(start)
+        if have is None or patterns is None:
+            self._found[start] = (end, patterns)
+        elif have[1] is not None and not patterns <= have[1]:
+            self._found[start] = (end, have[1] | patterns)
+
+    def add_all(self, at: int) -> None:
+        """The line holding offset ``at``, to be checked against every pattern."""
+        text = self._text
+        end = text.find(b"\n", at)
+        self.add(text.rfind(b"\n", 0, at) + 1, len(text) if end < 0 else end, None)
+
+    def add_ends(self, ends: list[int], patterns: frozenset[int]) -> None:
+        """The lines where matches end (one ending with its newline is on that line). Hot in dense logs:
+        Hyperscan reports ends in increasing order, so each line costs one pair of searches."""
+        text, found = self._text, self._found
+        first = last = -2
+        for end in ends:
+            at = end - 1 if end else 0
+            if first <= at <= last:
+                continue
+            first = text.rfind(b"\n", 0, at) + 1
+            last = text.find(b"\n", at)
+            if last < 0:
+                last = len(text)
+            have = found.get(first)
+            if have is None:
+                found[first] = (last, patterns)
+            elif have[1] is not None and not patterns <= have[1]:
+                found[first] = (last, have[1] | patterns)
+
+    def result(self) -> list[Candidate]:
+        return [(start, end, ids) for start, (end, ids) in sorted(self._found.items())]
+
+
+_FINDERS: weakref.WeakKeyDictionary[PatternSet, dict[str, LineFinder]] = weakref.WeakKeyDictionary()
+_FINDERS_LOCK = threading.Lock()
+
+
+def line_finder(patterns: PatternSet, engine: Engine | None = None) -> LineFinder:
+    """The line finder for ``patterns`` (built once per pattern set and engine).
+
+    ``engine`` None reads :data:`ENGINE_VAR` (default ``auto``: Hyperscan when it imports, else RE2).
+    """
+    choice = engine or _engine_from_env()
+    name = "re2" if choice == "re2" or (choice == "auto" and hyperscan is None) else "hyperscan"
+    with _FINDERS_LOCK:
+        built = _FINDERS.setdefault(patterns, {})
+        if name not in built:
+            if name == "re2" and choice == "auto":
+                log.debug("scanning with the RE2 prefilter: %s", engine_note())
+            built[name] = Re2Lines(patterns) if name == "re2" else HyperscanLines(patterns)
+        return built[name]
+
+
+def _engine_from_env() -> Engine:
+    value = os.environ.get(ENGINE_VAR, "auto")
+    if value not in ("auto", "hyperscan", "re2"):
+        raise ValueError(f"{ENGINE_VAR}={value!r}: use auto, hyperscan or re2")
+    return value  # type: ignore[return-value]  # checked against the three just above
+
+
+def engine_note() -> str:
+    """One line saying which engine ``auto`` picks here, and why."""
+    if hyperscan is None:
+        return f"RE2 prefilter (hyperscan not importable: {_IMPORT_ERROR}; pip install hyperscan)"
+    version = getattr(hyperscan, "__version__", "?")  # the stub omits it
+    return f"Hyperscan {version}: a word pass, then a pass per flagged pattern"
