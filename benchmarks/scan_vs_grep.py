@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare import Host, HostError, load_patterns
+from hotspare.evidence.multi import ENGINE_VAR, engine_note
+from hotspare.evidence.scan import SEARCH_THREADS
 
 RANKS = 10_000
 HOSTS = 834  # 12 ranks per node, Aurora-style
@@ -225,12 +227,13 @@ def main() -> int:
 
 
 def _hotspare_threads() -> str:
-    """How many threads the scanner may keep busy at once (the reading thread and its search helpers)."""
-    return "2"
+    """The reading and recording thread plus the helpers searching blocks (it may keep that many cores busy)."""
+    return f"1+{SEARCH_THREADS}"
 
 
 def _hotspare_engine() -> str:
-    return "re2 prefilter"
+    engine = os.environ.get(ENGINE_VAR, "auto")
+    return engine_note() if engine == "auto" else f"{engine} (from {ENGINE_VAR})"
 
 
 if __name__ == "__main__":

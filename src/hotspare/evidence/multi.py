@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -54,7 +55,8 @@ Engine = Literal["auto", "hyperscan", "re2"]
 #: Most patterns flagged in one block before the RE2 prefilter takes that block instead.
 MAX_FLAGGED = 32
 
-#: (start, end) of a line in a block and the patterns that flagged it; None: check it against every pattern.
+#: (start, end) of a line in a block and the patterns that flagged it; None: check it against every pattern
+#: (an OSC line, a line several prefilters flagged, or any line the RE2 engine found).
 Candidate = tuple[int, int, frozenset[int] | None]
 
 _OSC = b"\x1b]"
@@ -124,10 +126,15 @@ class HyperscanLines:
             for word in alternatives:
                 words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(form_index)
         self._word_forms = [tuple(sorted(forms_)) for forms_ in words.values()]
-        # The OSC introducer is a "word" too: bytes.find for it would stop at every escape of a coloured log.
-        self._osc_word = len(self._word_forms)
-        self._words = _word_database([*words, (_OSC.decode(), False)])
-        self._always = [self._compile(i) for i in unkeyed]
+        # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
+        always = [self._compile(i) for i in unkeyed]
+        self._always = [s for s in always if isinstance(s, _Re2Searcher)]
+        probed = [i for i, s in zip(unkeyed, always, strict=True) if isinstance(s, _HyperscanSearcher)]
+        # Probe ids: the words, then the OSC introducer (bytes.find for it would stop at every escape of a
+        # coloured log), then the forms with no word.
+        self._osc = len(self._word_forms)
+        self._probed = [self._form_patterns[i] for i in probed]
+        self._probe = _probe_database(list(words), [self._forms[i] for i in probed])
         # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
         self._searchers: dict[int, _Searcher] = {}
         self._lock = threading.Lock()
@@ -135,24 +142,27 @@ class HyperscanLines:
 
     def candidates(self, text: bytes) -> list[Candidate]:
         """Candidate lines of ``text`` with the patterns that flagged each."""
-        flagged, osc = self._flagged(text)
+        hits: list[tuple[int, int]] = []
+        self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
+        flagged: set[int] = set()
+        probed: dict[int, list[int]] = {}
+        for index, end in hits:
+            if index < self._osc:
+                flagged.update(self._word_forms[index])
+            elif index > self._osc:
+                probed.setdefault(index - self._osc - 1, []).append(end)
         if len(flagged) > MAX_FLAGGED:
             return self._fallback.candidates(text)
         lines = _Lines(text)
+        for form, ends in probed.items():
+            lines.add_ends(ends, self._probed[form])
         for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
             searcher.search(text, lines, self._scratch)
-        at = text.find(_OSC) if osc else -1
+        at = text.find(_OSC) if any(index == self._osc for index, _ in hits) else -1
         while at >= 0:
             lines.add_all(at)
             at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
         return lines.result()
-
-    def _flagged(self, text: bytes) -> tuple[set[int], bool]:
-        """Forms a word of which is in ``text``, and whether it holds an OSC string."""
-        hits: list[int] = []
-        self._words.scan(text, match_event_handler=_note_id, context=hits, scratch=self._scratch(self._words))
-        osc = self._osc_word in hits
-        return {form for word in hits if word != self._osc_word for form in self._word_forms[word]}, osc
 
     def _searcher(self, form: int) -> _Searcher:
         searcher = self._searchers.get(form)
@@ -235,20 +245,20 @@ def _compile_searcher(patterns: frozenset[int], form: str) -> _Searcher:
     return _Re2Searcher(patterns, compile_bytes(f"(?m){form}", capture=False))
 
 
-def _word_database(words: list[tuple[str, bool]]) -> Any:
+def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
+    """One pass over a block for: each word (reported once: that it is there is enough), the OSC
+    introducer (once), and the prefilter forms that have no word (every match end)."""
+    single = hyperscan.HS_FLAG_SINGLEMATCH
+    expressions = [re.escape(word) for word, _ in words] + [re.escape(_OSC.decode()), *forms]
+    flags = [single | (hyperscan.HS_FLAG_CASELESS if caseless else 0) for _, caseless in words] + [single]
+    flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER] * len(forms)
     database = hyperscan.Database()
-    single = hyperscan.HS_FLAG_SINGLEMATCH  # once a block is enough to know the word is there
-    database.compile(
-        expressions=[word.encode() for word, _ in words],
-        ids=list(range(len(words))),
-        flags=[single | (hyperscan.HS_FLAG_CASELESS if caseless else 0) for _, caseless in words],
-        literal=True,
-    )
+    database.compile(expressions=[e.encode() for e in expressions], ids=list(range(len(expressions))), flags=flags)
     return database
 
 
-def _note_id(index: int, start: int, end: int, flags: int, sink: list[int]) -> None:
-    sink.append(index)
+def _note_hit(index: int, start: int, end: int, flags: int, sink: list[tuple[int, int]]) -> None:
+    sink.append((index, end))
 
 
 def _note_end(index: int, start: int, end: int, flags: int, sink: list[int]) -> None:
@@ -264,10 +274,12 @@ class _Lines:
 
     def add(self, start: int, end: int, patterns: frozenset[int] | None) -> None:
         have = self._found.get(start)
-        if have is None or patterns is None:
+        if have is None:
             self._found[start] = (end, patterns)
-        elif have[1] is not None and not patterns <= have[1]:
-            self._found[start] = (end, have[1] | patterns)
+        elif have[1] != patterns:
+            # The scanner checks a line several patterns flagged against all of them with one RE2 set match;
+            # None says so without a union set a line (a dense log has thousands of such lines a block).
+            self._found[start] = (end, None)
 
     def add_all(self, at: int) -> None:
         """The line holding offset ``at``, to be checked against every pattern."""
@@ -291,8 +303,8 @@ class _Lines:
             have = found.get(first)
             if have is None:
                 found[first] = (last, patterns)
-            elif have[1] is not None and not patterns <= have[1]:
-                found[first] = (last, have[1] | patterns)
+            elif have[1] != patterns:
+                found[first] = (last, None)  # as in add()
 
     def result(self) -> list[Candidate]:
         return [(start, end, ids) for start, (end, ids) in sorted(self._found.items())]

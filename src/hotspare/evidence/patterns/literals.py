@@ -39,6 +39,7 @@ _Pick = Callable[[str], str | None]
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
+@functools.lru_cache(maxsize=4096)  # the scanner's engines ask again what the pattern set asked
 def required_literals(regex: str) -> tuple[Alternatives, bool] | None:
     """Literals of which every match of ``regex`` holds at least one, and whether they ignore case;
     None when no choice of literals at least :data:`MIN_LITERAL` long exists (or the regex is not one
@@ -64,22 +65,14 @@ def _whole_run(run: str) -> str | None:
 
 
 def _required(regex: str, pick: _Pick) -> tuple[Alternatives, bool] | None:
-    tree = _parse(regex)
-    if tree is None:
+    try:
+        tree = sre_parse.parse(regex)
+    except (re.error, OverflowError, RecursionError):
         return None
     scoped: list[bool] = []
     best = _sequence(tree.data, scoped, pick)
     ignore_case = bool(tree.state.flags & re.IGNORECASE) or any(scoped)
     return (best, ignore_case) if best is not None else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse(regex: str) -> Any:
-    """Python's parse of ``regex`` (read-only once made, so shared between both questions); None if it fails."""
-    try:
-        return sre_parse.parse(regex)
-    except (re.error, OverflowError, RecursionError):
-        return None
 
 
 def _score(alts: Alternatives) -> int:
