@@ -331,3 +331,24 @@ def test_engine_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(multi.ENGINE_VAR, "fast")
     with pytest.raises(ValueError, match="auto, hyperscan or re2"):
         Scanner(PATTERNS)
+
+
+def test_compiled_databases_are_cached_and_a_bad_cache_file_is_recompiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second run loads what the first compiled (HOTSPARE_CACHE); a damaged file is compiled again; an empty
+    HOTSPARE_CACHE writes nothing."""
+    pytest.importorskip("hyperscan")
+    data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES[:40])
+    expected = scan(data, PATTERNS, engine="re2")
+    monkeypatch.setenv(multi.CACHE_VAR, str(tmp_path / "cache"))
+    assert scan(data, PatternSet(PATTERNS.packs.values()), engine="hyperscan") == expected
+    files = sorted((tmp_path / "cache" / "hyperscan").glob("*.db"))
+    assert files, "the probe and the flagged prefilters were cached"
+    for file in files:
+        file.write_bytes(b"not a database")
+    assert scan(data, PatternSet(PATTERNS.packs.values()), engine="hyperscan") == expected
+    assert all(file.read_bytes() != b"not a database" for file in files)
+    monkeypatch.setenv(multi.CACHE_VAR, "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert scan(data, PatternSet(PATTERNS.packs.values()), engine="hyperscan") == expected
+    assert not (tmp_path / "home").exists()

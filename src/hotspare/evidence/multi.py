@@ -16,6 +16,9 @@ prefilter holds non-ASCII text (RE2 folds case by Latin-1 rules, Hyperscan by AS
 RE2. A block where more than :data:`MAX_FLAGGED` patterns are flagged (words that log is full of) is left to
 the RE2 prefilter, whose one pass then costs less than many small ones.
 
+Compiled databases are kept between runs (:data:`CACHE_VAR`): a run then loads them instead of paying
+Hyperscan's compiler in time and memory.
+
 Each candidate carries the patterns that flagged it. The scanner checks only those on a line holding no
 escape, where the prefilter forms are exact supersets; a line holding an escape (which the forms tolerate
 between words only) or an OSC string (which they do not skip) is checked against every pattern, as the RE2
@@ -24,12 +27,16 @@ engine checks every candidate line.
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import logging
 import os
+import platform
 import re
 import threading
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from hotspare.evidence.patterns import PatternSet, compile_bytes
@@ -52,6 +59,10 @@ log = logging.getLogger(__name__)
 #: Environment variable choosing the engine: ``auto`` (Hyperscan when it imports), ``hyperscan`` or ``re2``.
 ENGINE_VAR = "HOTSPARE_SCAN_ENGINE"
 Engine = Literal["auto", "hyperscan", "re2"]
+#: Where compiled databases are kept between runs (Hyperscan's compiler takes milliseconds a pattern and
+#: megabytes of memory): this directory, else $XDG_CACHE_HOME/hotspare, else ~/.cache/hotspare; set it
+#: empty to compile on every run.
+CACHE_VAR = "HOTSPARE_CACHE"
 #: Most patterns flagged in one block before the RE2 prefilter takes that block instead.
 MAX_FLAGGED = 32
 
@@ -233,16 +244,83 @@ class _Re2Searcher:
 
 def _compile_searcher(patterns: frozenset[int], form: str) -> _Searcher:
     if form.isascii():
-        database = hyperscan.Database()
         # PREFILTER: a construct Hyperscan lacks is widened, never narrowed; MULTILINE: a kept ^ is a line start.
-        flags = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER
         try:
-            database.compile(expressions=[form.encode()], flags=flags)
+            database = _database([form], [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER])
         except hyperscan.error as exc:
             log.debug("patterns %s stay in RE2: hyperscan rejects their prefilter (%s)", sorted(patterns), exc)
         else:
             return _HyperscanSearcher(patterns, database)
     return _Re2Searcher(patterns, compile_bytes(f"(?m){form}", capture=False))
+
+
+def _database(expressions: list[str], flags: list[int]) -> Any:
+    """A block-mode database of ``expressions`` (ids are their positions): what an earlier run compiled from
+    the same input, from the cache (:data:`CACHE_VAR`), else compiled now and cached."""
+    encoded = [e.encode() for e in expressions]
+    path = _cache_path(encoded, flags)
+    if path is not None:
+        try:
+            return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        except (OSError, hyperscan.error):
+            pass  # not cached yet, unreadable, or from another Hyperscan: compile it again
+    database = hyperscan.Database()
+    database.compile(expressions=encoded, ids=list(range(len(encoded))), flags=flags)
+    if path is not None:
+        _store(path, hyperscan.dumpb(database))
+    _release_freed_memory()
+    return database
+
+
+def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
+    value = os.environ.get(CACHE_VAR)
+    if value == "":
+        return None
+    base = Path(value) if value else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hotspare"
+    key = repr((_HOST, expressions, flags)).encode()
+    return base / "hyperscan" / f"{hashlib.sha256(key).hexdigest()[:40]}.db"
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (runs in parallel may write the same file)."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as exc:  # a read-only home costs a compile a run, nothing else
+        log.debug("cannot cache a compiled database in %s: %s", path.parent, exc)
+        temporary.unlink(missing_ok=True)
+
+
+def _host_key() -> str:
+    """What a serialized database depends on besides its input: the Hyperscan release and the CPU (a
+    database built where AVX-512 is, refuses or misbehaves where it is not; a shared home is common)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            flags = next((line for line in info if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return f"{getattr(hyperscan, '__version__', '?')} {platform.machine()} {platform.processor()} {flags}"
+
+
+def _release_freed_memory() -> None:
+    """Hand the heap's free pages back to the system. Hyperscan's compiler allocates and frees megabytes,
+    which glibc keeps for reuse; the scanner's resident size is part of its budget. (A no-op where the C
+    library has no malloc_trim.)"""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+_HOST = _host_key() if hyperscan is not None else ""
 
 
 def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
@@ -252,9 +330,7 @@ def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
     expressions = [re.escape(word) for word, _ in words] + [re.escape(_OSC.decode()), *forms]
     flags = [single | (hyperscan.HS_FLAG_CASELESS if caseless else 0) for _, caseless in words] + [single]
     flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER] * len(forms)
-    database = hyperscan.Database()
-    database.compile(expressions=[e.encode() for e in expressions], ids=list(range(len(expressions))), flags=flags)
-    return database
+    return _database(expressions, flags)
 
 
 def _note_hit(index: int, start: int, end: int, flags: int, sink: list[tuple[int, int]]) -> None:
