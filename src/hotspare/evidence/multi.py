@@ -315,7 +315,7 @@ def _release_freed_memory() -> None:
 def _malloc_trim() -> Any:
     try:
         return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no C library to ask, or no malloc_trim in it
         return None
 
 
