@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
 from hotspare.evidence import multi
-from hotspare.evidence.multi import engine_note, line_finder
+from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
+from hotspare.evidence.patterns.literals import required_words
 from hotspare.evidence.scan import BLOCK_BYTES, MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
@@ -352,3 +353,12 @@ def test_compiled_databases_are_cached_and_a_bad_cache_file_is_recompiled(tmp_pa
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert scan(data, PatternSet(PATTERNS.packs.values()), engine="hyperscan") == expected
     assert not (tmp_path / "home").exists()
+
+
+def test_the_words_keying_each_prefilter_are_the_words_it_requires() -> None:
+    """form_words reads a literal prefilter's words off the literals it was built from; that must be what a
+    parse of the prefilter itself requires (else a changed prefilter could match a block its words skip)."""
+    for pattern in PATTERNS.event_patterns:
+        form = multi.prefilter_form(pattern.regex)
+        fast, parsed = form_words(pattern.regex, form), required_words(form)
+        assert (fast and (set(fast[0]), fast[1])) == (parsed and (set(parsed[0]), parsed[1])), pattern.qualname
