@@ -460,6 +460,60 @@ def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path) -> None:
             cluster.close()
 
 
+#: A job whose program hit its own bug after progress lines, then Open MPI's banner (mpirun 4.1's words).
+USER_BUG = ("step 1 loss=0.93\nstep 2 loss=0.88\nTraceback (most recent call last):\n"
+            '  File "train.py", line 40, in <module>\n    batch = shards[rank]\n'
+            "IndexError: list index out of range\n"
+            "Primary job  terminated normally, but 1 process returned\n"
+            "a non-zero exit code. Per user-direction, the job has been aborted.\n")
+
+
+def test_a_job_lost_to_its_own_bug_is_judged_a_user_error_and_not_resubmitted(patterns: PatternSet) -> None:
+    """From the job's real output (not a hand-made judgement): judge_lost says user_error, keeps nobody out, and
+    the decision is not to resubmit, even with budget left."""
+    end = JobEnd("56", (Host("n3"),), JobFacts("56", "FAILED", (Host("n3"),), 1), {Host("n3"): "IDLE"},
+                 USER_BUG.encode())
+    judged = judge_lost(end, patterns)
+    assert judged.verdict.failure_class is FailureClass.USER_ERROR and judged.keep_out == (), judged.verdict.reason
+    decided = decide_replacement("C-0", judged, budget_left=True)
+    assert not decided.resubmit and decided.why == "not resubmitted: a user error"
+
+
+def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: Path) -> None:
+    """The job's log (read from log_directory by its batch id) ends in an IndexError after progress lines and the
+    scheduler says FAILED with exit 1: a user error, so the job is dropped, not resubmitted, nobody is blamed, and
+    the workflow's record says user_error with the programming error named."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    logs = tmp_path / "logs"
+
+    def failed(argv: Sequence[str], timeout_s: float) -> Completed:
+        if argv[:3] == ["scontrol", "show", "job"]:
+            out = f"JobId={argv[-1]} JobState=FAILED Reason=NonZeroExitCode NodeList=n3 BatchHost=n3 ExitCode=1:0\n"
+        else:
+            out = "NodeName=n3 Arch=x86_64 CoresPerSocket=1 State=IDLE ThreadsPerCore=1\n"
+        return Completed(tuple(argv), 0, out, "", False)
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       log_directory=logs, query=SchedulerQuery("slurm", None, run=failed),
+                                       scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = str(cluster.workers[name].job_id)
+            (logs / f"dask-worker-{job_id}.err").write_text(USER_BUG)
+            lose_job(cluster, name)
+            wait_for(lambda: not cluster.worker_spec, "the job dropped")
+            time.sleep(0.3)
+            assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
+            (row,) = cluster.record.jobs()
+            assert row.failure_class == "user_error" and "IndexError" in (row.verdict or ""), row.verdict
+        finally:
+            cluster.close()
+
+
 def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_before(tmp_path: Path) -> None:
     """scontrol failing (the real message of a machine without SLURM configuration): the failure is an observation in
     the ledger, nobody is blamed without evidence, and the job is resubmitted with the same (empty) exclusions."""

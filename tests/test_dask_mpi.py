@@ -152,6 +152,32 @@ def test_run_mpi_starts_the_supervisor_in_a_fresh_task_dir(tmp_path: Path, monke
     assert second[second.index("--run-dir") + 1] != str(task)
 
 
+def test_a_tasks_own_bug_stops_run_mpi_at_once_with_exit_3(slurm: FailoverSLURMCluster, tmp_path: Path) -> None:
+    """The real supervisor on 2 of 3 simulated hosts (its embedded local launcher): the program prints progress
+    and then fails on an IndexError; the supervisor stops after its first attempt (a user error, exit 3) and
+    run_mpi raises MPIRunFailed (not SparesSpent) at once, the task's run dir holding that one attempt and the
+    supervisor's one decision, and the task's findings keep nobody out of the workflow."""
+    program = "print('step 1', flush=True); l = []; l[3]"
+    # run_mpi refuses the local launcher for real jobs; a later --launcher flag is the supervisor's to honour
+    # (argparse keeps the last), and --hosts stands in for the job's SLURM_JOB_NODELIST.
+    local = ["--launcher", "local", "--hosts", "h[1-3]", "--scheduler", "none"]
+    with pytest.raises(MPIRunFailed) as caught:
+        run_mpi([sys.executable, "-c", program], nhosts=2, run_dir=tmp_path / "wf", options=local)
+    failed = caught.value
+    assert type(failed) is MPIRunFailed and failed.exit_code == 3, str(failed)
+    assert failed.run_dir.parent == tmp_path / "wf" / "tasks"
+    assert sorted(p.name for p in failed.run_dir.glob("attempt-*.log")) == ["attempt-1.log"]
+    assert b"IndexError: list index out of range" in (failed.run_dir / "attempt-1.log").read_bytes()
+    ledger = Ledger.open(failed.run_dir)
+    try:
+        (decision,) = ledger.decisions()
+        assert ledger.run_state() == ("failed", 3)
+    finally:
+        ledger.close()
+    assert (decision.action, decision.hosts) == ("stop", ()) and "user_error" in decision.reason, decision.reason
+    assert slurm.fold_task_findings() == [] and slurm.quarantine.entries() == []
+
+
 def test_run_mpi_refuses_bad_arguments_before_making_a_run_dir(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="nhosts=0"):
         run_mpi(["prog"], nhosts=0, run_dir=tmp_path)

@@ -110,7 +110,8 @@ TASKS = [
     (b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'torchh'\n", 1, Fault.USER, []),
     (b"OSError: [Errno 28] No space left on device\n", 1, Fault.OTHER, []),
     (b"", 93, Fault.NODE, []),  # the task's supervisor spent the spares; its findings are in its snapshot
-    (b"srun: error: Node failure on n2\n", 3, Fault.USER, []),  # the supervisor already said: do not retry
+    # The supervisor's 3 is its last word, whatever its log quotes: an ordinary retry (never free, nobody kept out).
+    (b"srun: error: Node failure on n2\n", 3, Fault.OTHER, []),
     (b"", 1, Fault.OTHER, []),
 ]
 
@@ -120,6 +121,49 @@ def test_judge_task(output: bytes, rc: int, fault: Fault, hosts: list[Host], pat
     """A failed try's output and exit status: node faults (with the hosts), user errors, the rest."""
     judged = judge_task(output, rc, patterns)
     assert (judged.fault, [h for h, _ in judged.keep_out]) == (fault, hosts), judged.reason
+
+
+def test_the_supervisors_exit_3_says_it_is_an_ordinary_retry(patterns: PatternSet) -> None:
+    """The judgement of a supervisor's exit 3 says why it is neither a user error nor free."""
+    judged = judge_task(b"", 3, patterns)
+    assert judged.fault is Fault.OTHER and judged.keep_out == ()
+    assert "exit 3" in judged.reason and "an ordinary retry, never free" in judged.reason
+
+
+#: A programming error after progress lines, then Open MPI's banners (mpirun 4.1's words): the user's bug, at any
+#: point of the run; the banners are context.
+USER_BUG = (b"step 1 loss=0.93\nstep 2 loss=0.88\nTraceback (most recent call last):\n"
+            b'  File "train.py", line 40, in <module>\n    batch = shards[rank]\n'
+            b"IndexError: list index out of range\n"
+            b"--------------------------------------------------------------------------\n"
+            b"Primary job  terminated normally, but 1 process returned\n"
+            b"a non-zero exit code. Per user-direction, the job has been aborted.\n"
+            b"--------------------------------------------------------------------------\n")
+#: One rank's own segfault before srun tears the others down: a crash, not a node fault.
+SEGFAULT_TEARDOWN = b"srun: error: n2: task 3: Segmentation fault (core dumped)\nsrun: error: n1: task 0: Terminated\n"
+
+
+def test_a_user_bug_is_a_user_error_for_a_task_and_for_a_job(patterns: PatternSet) -> None:
+    """The Parsl and Dask adapters agree: the same log is a user error from judge_task (Fault.USER) and from
+    judge_job (class user_error), with nobody kept out and the programming error named."""
+    task = judge_task(USER_BUG, 1, patterns)
+    assert (task.fault, task.keep_out) == (Fault.USER, ()), task.reason
+    job = judge_job(JobEnd("12", N[:2], _facts("JobId=12 JobState=FAILED NodeList=n[1-2] ExitCode=1:0"), {},
+                           USER_BUG), patterns)
+    assert job.verdict.failure_class.value == "user_error" and job.keep_out == () and not job.node_lost
+    assert "IndexError" in task.reason and "IndexError" in job.verdict.reason
+
+
+def test_a_lone_segfault_keeps_nobody_out(patterns: PatternSet) -> None:
+    """A rank's own segfault, then the teardown: an ordinary failure of the task (not a node fault), and a job
+    judged rank_killed with n2 named as the crash's origin but kept out by neither."""
+    task = judge_task(SEGFAULT_TEARDOWN, 139, patterns)
+    assert (task.fault, task.keep_out) == (Fault.OTHER, ()), task.reason
+    job = judge_job(JobEnd("13", N[:2], _facts("JobId=13 JobState=FAILED NodeList=n[1-2] ExitCode=139:0"), {},
+                           SEGFAULT_TEARDOWN), patterns)
+    assert job.verdict.failure_class.value == "rank_killed" and job.verdict.crash, job.verdict.reason
+    assert job.verdict.blamed_hosts == (N[1],)  # the origin, for the record
+    assert job.keep_out == () and not job.node_lost and not job.verdict.node_fault
 
 
 #: A block whose srun could not launch on n2 (SLURM 22.05's words): n2 is a lead, not evidence.

@@ -124,9 +124,9 @@ def _record(tmp_path: Path, out: bytes, task_id: int = 1) -> dict[str, object]:
     return {"id": task_id, "kwargs": {"stdout": str(stdout)}, "dfk": _dfk(), "executor": "x"}
 
 
-def _dfk(run_id: str = "wf-1") -> SimpleNamespace:
+def _dfk(run_id: str = "wf-1", provider: FailoverProvider | None = None) -> SimpleNamespace:
     return SimpleNamespace(config=SimpleNamespace(retries=2), run_id=run_id,
-                           executors={"x": SimpleNamespace(provider=None)})
+                           executors={"x": SimpleNamespace(provider=provider)})
 
 
 def test_retry_costs(tmp_path: Path) -> None:
@@ -147,6 +147,103 @@ def test_retry_costs(tmp_path: Path) -> None:
     assert handler(lost, other) == 0.0
     # `hotspare launch` spent the block's spares and asked to be retried elsewhere (exit 93): a node failure.
     assert handler(BashExitFailure("train", 93), _record(tmp_path, b"", 4)) == 0.0
+
+
+def test_a_supervisors_exit_3_is_an_ordinary_retry_never_free(tmp_path: Path) -> None:
+    """Exit 3 from a task's supervisor (a user error, the same failure on healthy hosts, a limit: the code does not
+    say which) costs 1, so Parsl's own ``retries`` decide; it never rides on the free node-failure allowance, before
+    or after that allowance is spent (issue 20: it used to cost retries + 1, or read as a node failure)."""
+    handler = RetryHandler(node_failures=2)
+    lost = ManagerLost(b"abc", "n7")
+    assert handler(BashExitFailure("train", 3), _record(tmp_path, b"", 1)) == 1.0
+    assert [handler(lost, _record(tmp_path, b"", 1)) for _ in range(2)] == [0.0, 0.0]
+    assert handler(BashExitFailure("train", 3), _record(tmp_path, b"", 1)) == 1.0
+    assert handler(lost, _record(tmp_path, b"", 1)) == 1.0  # the allowance is spent...
+    assert handler(BashExitFailure("train", 3), _record(tmp_path, b"", 1)) == 1.0  # ...and 3 still costs 1
+    # Whatever the supervisor's log says (it may quote a node's failure it then got past), 3 is its last word.
+    node_line = _record(tmp_path, b"srun: error: Node failure on n2\n", 2)
+    assert handler(BashExitFailure("train", 3), node_line) == 1.0
+
+
+#: A bash app's own output (no supervisor): a programming error after progress, as Open MPI's mpirun prints it.
+INDEX_ERROR = (b"step 1 loss=0.93\nstep 2 loss=0.88\nTraceback (most recent call last):\n"
+               b'  File "train.py", line 40, in <module>\n    batch = shards[rank]\n'
+               b"IndexError: list index out of range\n"
+               b"Primary job  terminated normally, but 1 process returned\n"
+               b"a non-zero exit code. Per user-direction, the job has been aborted.\n")
+#: One rank's own segfault, then srun tearing the others down: a crash, not a node fault.
+SEGFAULT = b"srun: error: n2: task 3: Segmentation fault (core dumped)\nsrun: error: n1: task 0: Terminated\n"
+
+
+@pytest.mark.parametrize(("output", "rc", "cost", "fault"), [
+    (INDEX_ERROR, 1, 3.0, "user"),  # retries + 1: it would fail the same way again
+    (SEGFAULT, 139, 1.0, "other"),  # an ordinary retry; n2 is not kept out on its own crash
+])
+def test_a_bash_apps_own_output_is_costed_by_its_meaning(tmp_path: Path, output: bytes, rc: int, cost: float,
+                                                         fault: str) -> None:
+    """Without a supervisor the handler reads the try's output: a traceback ending in a programming error after
+    progress lines is a user error at any point of the run; a rank's own segfault before the teardown costs 1 and
+    keeps nobody out. Judged through a real FailoverProvider, whose record and quarantine are read back."""
+    inner = LocalProvider()
+    inner.script_dir = str(tmp_path)
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf")
+    try:
+        record = {**_record(tmp_path, output), "dfk": _dfk(provider=provider)}
+        assert RetryHandler()(BashExitFailure("train", rc), record) == cost
+        (row,) = provider.retries()
+        assert (row.fault.value, row.cost) == (fault, cost), row.reason
+        assert provider.quarantine.entries() == []
+    finally:
+        provider.close()
+
+
+@parsl.bash_app
+def supervised_index_error(base: str, stdout: str = "", stderr: str = "") -> str:
+    """A program that fails on its own bug after a progress line, under ``hotspare launch`` on 2 of 3 simulated
+    hosts (the embedded local launcher); each try writes a run directory of its own under ``base``."""
+    import shlex  # noqa: PLC0415 -- runs in the worker
+    import sys  # noqa: PLC0415
+
+    program = "print('step 1', flush=True); l = []; l[3]"
+    run_dir = f"{shlex.quote(base)}/try-$$-$(date +%s%N)"
+    return (f"{shlex.quote(sys.executable)} -m hotspare launch --launcher local --hosts 'h[1-3]' --nhosts 2 "
+            f"--scheduler none --run-dir {run_dir} -- {shlex.quote(sys.executable)} -c {shlex.quote(program)}")
+
+
+def test_a_supervised_user_error_is_tried_as_often_as_parsl_retries_say(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real HTEX over FailoverProvider(LocalProvider), retries=2, the hotspare retry handler: the task's
+    supervisor stops the IndexError at its first attempt (exit 3), each try costs 1, so Parsl tries it exactly 3
+    times, one supervisor attempt each: 3 launches of the program in all (issue 20 saw 18). The final exception
+    is exit 3; the workflow's record has 3 ordinary retries, each saying so; nobody is kept out."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    provider = FailoverProvider(LocalProvider(init_blocks=1, max_blocks=1), run_dir=tmp_path / "wf")
+    executor = HighThroughputExecutor(label="htex", address="127.0.0.1", loopback_address="127.0.0.1",
+                                      max_workers_per_node=1, provider=provider,
+                                      block_error_handler=block_error_handler)
+    config = Config(executors=[executor], run_dir=str(tmp_path / "runinfo"), retries=2,
+                    retry_handler=RetryHandler())
+    tries = tmp_path / "tries"
+    tries.mkdir()
+    try:
+        with parsl.load(config):
+            future = supervised_index_error(str(tries), stdout=str(tmp_path / "t.out"), stderr=str(tmp_path / "t.err"))
+            with pytest.raises(BashExitFailure) as failure:
+                future.result(timeout=180)
+            fail_count = future.task_record["fail_count"]
+        assert failure.value.exitcode == 3
+        assert fail_count == 3
+        runs = sorted(tries.iterdir())
+        assert len(runs) == 3 and all(sorted(p.name for p in r.glob("attempt-*.log")) == ["attempt-1.log"]
+                                      for r in runs), [list(r.iterdir()) for r in runs]
+        assert all(b"IndexError: list index out of range" in (r / "attempt-1.log").read_bytes() for r in runs)
+        retries = provider.retries()
+        assert [(r.fault.value, r.cost) for r in retries] == [("other", 1.0)] * 3
+        assert all("an ordinary retry, never free" in r.reason for r in retries)
+        assert provider.quarantine.entries() == []
+    finally:
+        provider.close()
 
 
 @pytest.mark.parametrize("broken", [{"executor": "no-such-executor"}, {"dfk": SimpleNamespace(run_id="wf")}])

@@ -5,15 +5,21 @@
 
 Costs returned by :class:`RetryHandler` (Parsl retries while the summed cost is <= ``retries``):
 
-* a node failure (``ManagerLost``, ``WorkerLost``, or a bash app whose output the classifier reads
-  as a node fault) costs 0, up to ``node_failures`` of them per task (counted by the handler itself:
-  Parsl resets ``fail_history`` every try); beyond that it costs like any failure. A host is
-  quarantined only on evidence: hosts the classifier names, or a lost manager's host that the
-  scheduler reports down/not responding;
-* a user error (the classifier's ``user_error``: an import error, a missing file before any
-  progress, ...) costs ``retries + 1``: it would fail the same way again; so does exit 3 from a task run
-  under :func:`mpi_launch` (the task's own supervisor already judged it not worth retrying);
-* storage trouble (``transient_io``) and everything else cost 1, as Parsl's default does.
+* a node failure (``ManagerLost``, ``WorkerLost``, a bash app whose output the classifier reads as a
+  node fault, or exit 93 from a task run under :func:`mpi_launch`: its supervisor spent the block's
+  spares) costs 0, up to ``node_failures`` of them per task (counted by the handler itself: Parsl
+  resets ``fail_history`` every try); beyond that it costs like any failure. A host is quarantined
+  only on evidence: hosts the classifier names, or a lost manager's host that the scheduler reports
+  down/not responding;
+* a bash app's own output read as a user error (the classifier's ``user_error``: a traceback ending in
+  a programming error, an import error, a usage error, the program's own ``MPI_Abort``) costs
+  ``retries + 1``: it would fail the same way again;
+* exit 3 from a task run under :func:`mpi_launch` costs 1, an ordinary retry, never free: its
+  supervisor stops with 3 for a user error, but also for the same failure twice on healthy hosts or a
+  time/attempt limit, and the exit code does not say which, so Parsl's ``retries`` decide. Each try is
+  one short supervisor run (it stops a user error at its first attempt), not a round of retries;
+* a rank's own crash (a segfault before the teardown), storage trouble (``transient_io``) and everything
+  else cost 1, as Parsl's default does; a crash keeps no host out.
 
 Bash apps append each try's output to the same ``stdout``/``stderr`` files; the handler reads only
 what was written since the previous failure it looked at.
@@ -75,6 +81,7 @@ class RetryHandler:
             state["node"] += 1
             cost = 0.0 if state["node"] <= self.node_failures else 1.0
         elif judged.fault is Fault.USER:
+            # Only a bash app's own output reads as USER: a supervisor's exit 3 comes back OTHER (see judge_task).
             cost = float(retries + 1)
         if provider is not None:
             self._record(provider, exception, task_record, judged, cost)

@@ -200,9 +200,13 @@ class TaskJudgement:
     reason: str
 
 
-#: A task run under ``hotspare launch`` already judged its failure; its exit code says how.
+#: A task run under ``hotspare launch`` already judged its failure; its exit code says how. Exit 3 is an ordinary
+#: retry, not a user error: the supervisor stops with 3 for a user error, but also for the same failure twice on
+#: healthy hosts or a time/attempt limit, and the exit code does not tell them apart. So the workflow's own
+#: ``retries`` decide, as for any failure; never free, since the supervisor found no node at fault.
 _SUPERVISOR_SAYS: Mapping[int, TaskJudgement] = {
-    EXIT_NO_RETRY: TaskJudgement(Fault.USER, (), "the task's supervisor stopped with 'do not retry' (exit 3)"),
+    EXIT_NO_RETRY: TaskJudgement(Fault.OTHER, (), "the task's supervisor stopped with exit 3 (a user error, the same "
+                                 "failure on healthy hosts, or a time/attempt limit): an ordinary retry, never free"),
     EXIT_RETRY_ELSEWHERE: TaskJudgement(Fault.NODE, (), "the task's supervisor asked to be retried on other nodes "
                                         "(exit 93); the hosts it found are in its own quarantine snapshot"),
 }
