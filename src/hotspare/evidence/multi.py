@@ -27,11 +27,9 @@ engine checks every candidate line.
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
+import functools
 import logging
 import os
-import platform
 import re
 import threading
 import weakref
@@ -277,7 +275,9 @@ def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
     if value == "":
         return None
     base = Path(value) if value else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hotspare"
-    key = repr((_HOST, expressions, flags)).encode()
+    import hashlib  # noqa: PLC0415 -- here, not at start-up: it loads OpenSSL
+
+    key = repr((_host_key(), expressions, flags)).encode()
     return base / "hyperscan" / f"{hashlib.sha256(key).hexdigest()[:40]}.db"
 
 
@@ -293,34 +293,39 @@ def _store(path: Path, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
 
 
+@functools.cache
 def _host_key() -> str:
     """What a serialized database depends on besides its input: the Hyperscan release and the CPU (a
     database built where AVX-512 is, refuses or misbehaves where it is not; a shared home is common)."""
+    import platform  # noqa: PLC0415 -- here, not at start-up
+
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
             flags = next((line for line in info if line.startswith("flags")), "")
     except OSError:
         flags = ""
-    return f"{getattr(hyperscan, '__version__', '?')} {platform.machine()} {platform.processor()} {flags}"
+    return f"{getattr(hyperscan, '__version__', '?')} {platform.machine()} {flags}"
 
 
 def _release_freed_memory() -> None:
     """Hand the heap's free pages back to the system. Hyperscan's compiler allocates and frees megabytes,
     which glibc keeps for reuse; the scanner's resident size is part of its budget. (A no-op where the C
     library has no malloc_trim.)"""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
+@functools.cache  # looked up when first needed: ctypes costs milliseconds of every start-up
 def _malloc_trim() -> Any:
+    import ctypes  # noqa: PLC0415
+
     try:
         return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError, TypeError):  # no C library to ask, or no malloc_trim in it
         return None
 
 
-_MALLOC_TRIM = _malloc_trim()
-_HOST = _host_key() if hyperscan is not None else ""
 
 
 def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
