@@ -131,7 +131,7 @@ def test_explain_names_rule_lines_and_refusals(tmp_path) -> None:  # type: ignor
     assert "refused  login9" in table.stdout and "not a host of the allocation" in table.stdout
     record = json.loads(run_cli("classify", "--explain", "--json", "--rc", "139", str(log)).stdout)
     assert record["blamed_hosts"] == ["n2"] and record["exclude_hosts"] == []
-    assert record["failure_class"] == FailureClass.UNKNOWN.value
+    assert record["failure_class"] == FailureClass.RANK_KILLED.value  # a crash first (issue 20), not excluded
     assert record["explain"]["lines"][0]["line"] == 1
     assert {r["host"] for r in record["explain"]["refused"]} >= {"n1", "xxxx"}
 
