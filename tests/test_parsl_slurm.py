@@ -210,9 +210,10 @@ def _worker_env(slurm_bed, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ig
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
 
 
-def test_user_error_is_not_retried(slurm_bed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """An MPI task whose program cannot import: the supervisor stops (user error, exit 3) and the retry
-    handler does not spend the workflow's retries on it: one try, no quarantine."""
+def test_user_error_costs_an_ordinary_retry(slurm_bed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """An MPI task whose program cannot import: the supervisor stops at once (user error, exit 3) and the retry
+    handler charges Parsl an ordinary retry (issue 20: never free): with retries=1, two tries of one supervisor
+    attempt each, no quarantine."""
     _worker_env(slurm_bed, monkeypatch)
     run_dir = tmp_path / "wf"
     with parsl.load(_config(run_dir, tmp_path / "runinfo")):
@@ -222,8 +223,9 @@ def test_user_error_is_not_retried(slurm_bed, tmp_path: Path, monkeypatch: pytes
             future.result(timeout=180)
         tries = future.task_record["fail_count"]
     assert failure.value.exitcode == EXIT_NO_RETRY
-    assert tries == 1
-    assert len(list((run_dir / "tasks").iterdir())) == 1
+    assert tries == 2
+    tasks = list((run_dir / "tasks").iterdir())
+    assert len(tasks) == 2 and all(len(list(t.glob("attempt-*.log"))) == 1 for t in tasks)
     assert Quarantine.open(run_dir / "ledger.sqlite").entries() == []
 
 
