@@ -437,3 +437,10 @@ def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None
     other = verdict("[rank3]: KeyError: 'input'\n", patterns, rc=1)
     assert one.signature == two.signature != other.signature
     assert "x1" not in one.signature and "0x" not in one.signature
+
+
+def test_a_signature_masks_the_allocations_hosts_at_scale(patterns: PatternSet) -> None:
+    """With a 10,000-host allocation the host named in the line is masked, and only it is looked for."""
+    allocation = [Host(f"x{i:05d}c0s0b0n0") for i in range(10_000)]
+    v = verdict("x00042c0s0b0n0: rank 3 died from signal 6\n", patterns, rc=134, allocation=allocation)
+    assert "<host>" in v.signature and "x00042" not in v.signature
