@@ -61,7 +61,8 @@ def test_a_programs_own_failure_ends_with_3(tmp_path: Path, code: str, want_exit
     rc, run, said = launch(tmp_path, "h[1-3]", 2, code)
     assert rc == want_exit, said
     got = decisions(run)
-    assert [a for a, _ in got] == actions
+    logs = {p.name: p.read_text(errors="replace") for p in sorted(run.glob("attempt-*.log"))}
+    assert [a for a, _ in got] == actions, (got, logs)
     assert reason in got[-1][1]
     assert len(list(run.glob("attempt-*.log"))) == len(actions)
 

@@ -78,6 +78,22 @@ class Records:
         else:
             self.dropped += 1
 
+    def bump(self, key: tuple[str, str | None]) -> bool:
+        """Count one more line for ``key`` if it is already kept (True), else change nothing (False)."""
+        if key in self.counts:
+            self.counts[key] += 1
+            return True
+        return False
+
+    def bump_all(self, pattern: str, named: list[tuple[Host | None, str | None]]) -> bool:
+        """:meth:`bump` for each (host, host text) a line names, only when every one is already kept."""
+        keys = [(pattern, host.name if host else text) for host, text in named]
+        if not all(key in self.counts for key in keys):
+            return False
+        for key in keys:
+            self.counts[key] += 1
+        return True
+
     def retract(self, pattern: str, line: int) -> None:
         """Forget what ``pattern`` recorded first at ``line`` (a fragment of a rejoined line), when that was
         its only occurrence; a record seen again elsewhere stays."""

@@ -20,7 +20,7 @@ import itertools
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import IO, Any, Literal
 
 from hotspare.errors import HostError, InputError
 from hotspare.evidence.multi import Candidate, Engine, line_finder, re2_lines
-from hotspare.evidence.patterns import Pattern, PatternSet, load_patterns
+from hotspare.evidence.patterns import Pattern, PatternSet, build_set, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host, expand_hosts
 
@@ -98,6 +98,8 @@ class Scanner:
         self._recent: dict[str, tuple[int, Host | None, str | None]] = {}
         self._sources = {ref for p in self.patterns.patterns for ref in (p.host_from, p.after) if ref}
         self._groups: dict[int, int | None] = {}
+        self._plains: dict[int, bool] = {}
+        self._subsets: dict[frozenset[int], _Subset] = {}
 
     @property
     def lines(self) -> int:
@@ -152,8 +154,9 @@ class Scanner:
             return Spans(candidates, None, None)
         return Spans(candidates, first.start(), _last_candidate(progress, block.text))
 
-    def apply(self, block: Block, spans: Spans, found: list[Evidence]) -> None:
-        """Match the candidate lines, in order, and advance the line count."""
+    def apply(self, block: Block, spans: Spans, found: list[Evidence] | None) -> None:
+        """Match the candidate lines, in order, and advance the line count; what they yield goes to ``found``
+        too, unless it is None."""
         text = block.text
         counter = _LineCounter(block.raw, self._lines)
         for start, end, ids in spans.candidates:
@@ -173,7 +176,7 @@ class Scanner:
         """Scan what is left (a last line without a newline) and return the result."""
         if self._pending:
             block = _prepare(self._pending + b"\n", count_lines=True, strip=self.wrap_width is not None)
-            self.apply(block, self.search(block), [])
+            self.apply(block, self.search(block), None)
             self._pending = b""
         return ScanResult(
             evidence=self._records.result(),
@@ -190,36 +193,71 @@ class Scanner:
         self._skipping = False
         return head[min(i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0) :]
 
-    def _match_candidate(self, line: bytes, lineno: int, found: list[Evidence], ids: frozenset[int] | None) -> None:
+    def _match_candidate(
+        self, line: bytes, lineno: int, found: list[Evidence] | None, ids: frozenset[int] | None
+    ) -> None:
         """Match a candidate line; ``ids``, when known, are the only patterns that may match it.
 
         Hot in a dense log (a teardown prints a line a rank). One pattern flagged: its search with captures
-        says whether it matches. Several, or not known: one RE2 set match (about 2 us) says which match, and
-        only those with a host to capture are searched again.
+        says whether it matches. Several: one match of an RE2 set of those says which match; not known (a line
+        holding an escape, or the RE2 engine's): the set of every pattern. Only those with a host to capture
+        are searched again. When nobody takes the evidence line by line
+        (``found`` None: a whole file scanned), a line that repeats a record already kept only counts.
         """
         exact = ids is None or len(ids) > 1
-        indices = ids if ids is not None and not exact else self.patterns.event_set.Match(line) or ()
-        for index in sorted(indices):  # Match() gives None for no match
+        if ids is None:
+            indices: Iterable[int] = self.patterns.event_set.Match(line) or ()  # None for no match
+        elif exact:
+            indices = self._subset(ids).match(line)
+        else:
+            indices = ids
+        for index in sorted(indices):
             pattern = self.patterns.event_patterns[index]
             group = self._host_group(index)
+            plain = found is None and self._plain(index)
             if exact and group is None:
+                if plain and self._records.bump((pattern.qualname, None)):
+                    continue
                 evidence = [_record(pattern, lineno, line, None, None)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
                     continue
+                if plain and (self._records.bump((pattern.qualname, None)) if group is None else
+                              self._records.bump_all(pattern.qualname, _named(match, line, group, pattern.hostlist))):
+                    continue
                 evidence = _evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
 
-    def _add(self, evidence: list[Evidence], pattern: Pattern, found: list[Evidence]) -> None:
+    def _subset(self, ids: frozenset[int]) -> _Subset:
+        """An RE2 set of the event patterns ``ids`` (a few milliseconds to build; a log flags few combinations,
+        and the set of every pattern costs a tenth of a second)."""
+        subset = self._subsets.get(ids)
+        if subset is None:
+            if len(self._subsets) >= MAX_SUBSETS:
+                self._subsets.clear()
+            subset = self._subsets[ids] = _Subset(self.patterns.event_patterns, ids)
+        return subset
+
+    def _plain(self, index: int) -> bool:
+        """Whether event pattern ``index`` records a line on its own (no ``after``, no ``host_from``, and no
+        other pattern takes its host): then a repeat of a record already kept changes nothing but a count."""
+        plain = self._plains.get(index)
+        if plain is None:
+            pattern = self.patterns.event_patterns[index]
+            plain = self._plains[index] = not (pattern.after or pattern.host_from or pattern.qualname in self._sources)
+        return plain
+
+    def _add(self, evidence: list[Evidence], pattern: Pattern, found: list[Evidence] | None) -> None:
         if pattern.after or pattern.host_from or pattern.qualname in self._sources:
             evidence = list(self._adopt_host(evidence, pattern))
         for ev in evidence:
             self._records.add(ev)
-            found.append(ev)
+            if found is not None:
+                found.append(ev)
 
     def _match_line(
-        self, line: bytes, lineno: int, found: list[Evidence], *, only_across: int | tuple[int, ...]
+        self, line: bytes, lineno: int, found: list[Evidence] | None, *, only_across: int | tuple[int, ...]
     ) -> list[tuple[str, int]]:
         """Match a rejoined line, keeping only matches spanning ``only_across`` (or one of those offsets).
 
@@ -264,7 +302,7 @@ class Scanner:
         recent = self._recent.get(name)
         return recent is not None and 0 <= line - recent[0] <= within
 
-    def _unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence]) -> None:
+    def _unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence] | None) -> None:
         """Match lines a terminal wrapped at exactly ``wrap_width`` joined to the next line.
 
         Only matches that cross the join are new; the rest were found already.
@@ -283,7 +321,7 @@ class Scanner:
             if b - 1 - a == width:
                 self._wrap_prev = (counter.at(a), text[a : b - 1])
 
-    def _paste_unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence]) -> None:
+    def _paste_unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence] | None) -> None:
         """Rejoin lines of a paste that a terminal or a mail/Markdown renderer wrapped, when no width is known.
 
         A line exactly one of :data:`PASTE_WIDTHS` wide was cut there (joined as is); a line of
@@ -436,21 +474,38 @@ def _show(line: bytes) -> str:
     return line[:TEXT_CHARS].decode("utf-8", "replace").strip()
 
 
+#: Most pattern subsets kept per scanner (a log flags a few dozen combinations; this bounds a pathological one).
+MAX_SUBSETS = 256
+
+
+class _Subset:
+    """An RE2 set over some of the event patterns, answering with their indices in the pattern set."""
+
+    def __init__(self, patterns: Sequence[Pattern], ids: frozenset[int]) -> None:
+        self._ids = sorted(ids)
+        self._set = build_set([patterns[i] for i in self._ids])
+
+    def match(self, line: bytes) -> list[int]:
+        return [self._ids[i] for i in self._set.Match(line) or ()]
+
+
 def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int, group: int | None) -> list[Evidence]:
     """What one match says: one record, or one per host of a captured hostlist. ``group`` is the number of
     the pattern's host group. (Records are made whole, not copied with ``replace``: a dense log makes
     tens of thousands.)"""
+    return [_record(pattern, lineno, line, host, text) for host, text in _named(match, line, group, pattern.hostlist)]
+
+
+def _named(match: Any, line: bytes, group: int | None, hostlist: bool) -> list[tuple[Host | None, str | None]]:
+    """The (host, host text) pairs a match names: none (one pair of None), or one per host of the group."""
     at, end = match.span(group) if group is not None else (-1, -1)
     if at < 0:  # no host group, or it took no part in the match
-        return [_record(pattern, lineno, line, None, None)]
+        return [(None, None)]
     if _IN_URL.search(line, max(0, at - 12), at) or _GLUED.match(line, end):
         # an address in a link is not a node of the job; nor is a name glued to shell or URL syntax
-        return [_record(pattern, lineno, line, None, line[at : _token_end(line, end)].decode("latin-1"))]
+        return [(None, line[at : _token_end(line, end)].decode("latin-1"))]
     host_text = line[at:end].decode("latin-1")
-    return [
-        _record(pattern, lineno, line, host, host.raw if host else host_text)
-        for host in _hosts(host_text, pattern.hostlist)
-    ]
+    return [(host, host.raw if host else host_text) for host in _hosts(host_text, hostlist)]
 
 
 def _record(pattern: Pattern, lineno: int, line: bytes, host: Host | None, host_text: str | None) -> Evidence:
@@ -532,8 +587,8 @@ def _scan_stream(scanner: Scanner, stream: IO[bytes], threads: int = SEARCH_THRE
                 inflight.append((block, pool.submit(scanner.search, block)))
                 if len(inflight) > threads:
                     done, spans = inflight.popleft()
-                    scanner.apply(done, spans.result(), [])
+                    scanner.apply(done, spans.result(), None)
         while inflight:
             done, spans = inflight.popleft()
-            scanner.apply(done, spans.result(), [])
+            scanner.apply(done, spans.result(), None)
     return scanner.close()

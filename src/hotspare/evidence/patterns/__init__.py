@@ -42,8 +42,9 @@ import importlib.metadata
 import importlib.resources
 import os
 import re
+import threading
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,12 @@ class Pack:
 
 
 class PatternSet:
-    """The packs in force, with the combined prefilter the scanner runs."""
+    """The packs in force, with the combined prefilters the scanner runs.
+
+    The two structures over every event pattern (the RE2 prefilter and the RE2 set) are built when first
+    asked for, once (they cost a tenth of a second each with a few hundred patterns, and the Hyperscan
+    engine needs them only for lines holding escapes or blocks full of candidates).
+    """
 
     def __init__(self, packs: Iterable[Pack]) -> None:
         self.packs: dict[str, Pack] = {p.name: p for p in packs}
@@ -218,10 +224,30 @@ class PatternSet:
         events = [p for p in self.patterns if p.role is not Role.PROGRESS]
         progress = [p for p in self.patterns if p.role is Role.PROGRESS]
         self.event_patterns: tuple[Pattern, ...] = tuple(events)
-        self.event_prefilter = _combine(events, osc=True)
-        self.event_set = _build_set(events)
         self.progress_patterns: tuple[Pattern, ...] = tuple(progress)
         self.progress_prefilter = _combine(progress)
+        self._built: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def event_prefilter(self) -> Any:
+        """One escape-tolerant RE2 over every event pattern (None when there are none): candidate lines."""
+        return self._once("prefilter", lambda: _combine(self.event_patterns, osc=True))
+
+    @property
+    def event_set(self) -> Any:
+        """An RE2 set of every event pattern as matched: which of them match a line, in one pass."""
+        return self._once("set", lambda: build_set(self.event_patterns))
+
+    def _once(self, name: str, build: Callable[[], Any]) -> Any:
+        # Scanner threads may ask together: one builds, the others wait for it.
+        try:
+            return self._built[name]
+        except KeyError:
+            with self._lock:
+                if name not in self._built:
+                    self._built[name] = build()
+                return self._built[name]
 
     def pack(self, name: str) -> Pack:
         """The pack called ``name``; :class:`PatternError` listing the known ones otherwise."""
@@ -247,7 +273,8 @@ def _combine(patterns: Sequence[Pattern], *, osc: bool = False) -> Any:
     return compile_bytes(f"(?m){OSC}|{body}" if osc else f"(?m){body}", capture=False)
 
 
-def _build_set(patterns: Sequence[Pattern]) -> Any:
+def build_set(patterns: Sequence[Pattern]) -> Any:
+    """An RE2 set of ``patterns`` as matched (``Match`` gives the positions of those matching a line)."""
     regex_set = re2.Set.SearchSet(re2_options())
     for pat in patterns:
         regex_set.Add(pat.matched.encode("utf-8"))
