@@ -136,12 +136,13 @@ class Scanner:
             if self._skipping:
                 head = self._end_skip(head)
             if head:
-                yield _prepare(head, count_lines=True, strip=strip)
+                yield _prepare(head, count_lines=True, strip=strip, small=self._bytes <= PASTE_BYTES)
         if self._skipping:
             buf = b""
         elif len(buf) > self.max_line_bytes:
             self._truncated += 1
-            yield _prepare(buf[: self.max_line_bytes] + b"\n", count_lines=False, strip=strip)
+            yield _prepare(buf[: self.max_line_bytes] + b"\n", count_lines=False, strip=strip,
+                           small=self._bytes <= PASTE_BYTES)
             buf, self._skipping = b"", True
         self._pending = buf
 
@@ -165,7 +166,7 @@ class Scanner:
             self._match_candidate(_clean(raw), counter.at(start), found, None if b"\x1b" in raw else ids)
         if self.wrap_width:
             self._unwrap(text, counter, found)
-        elif self._bytes <= PASTE_BYTES:
+        elif block.small:
             self._paste_unwrap(text, _LineCounter(block.raw, self._lines), found)
         if spans.progress_first is not None and spans.progress_last is not None:
             self._track_progress(text, counter, spans.progress_first, spans.progress_last)
@@ -175,7 +176,8 @@ class Scanner:
     def close(self) -> ScanResult:
         """Scan what is left (a last line without a newline) and return the result."""
         if self._pending:
-            block = _prepare(self._pending + b"\n", count_lines=True, strip=self.wrap_width is not None)
+            block = _prepare(self._pending + b"\n", count_lines=True, strip=self.wrap_width is not None,
+                             small=self._bytes <= PASTE_BYTES)
             self.apply(block, self.search(block), None)
             self._pending = b""
         return ScanResult(
@@ -372,6 +374,9 @@ class Block:
     raw: bytes
     text: bytes
     count_lines: bool
+    #: Whether the input was still small enough, up to this block, to be a paste worth rejoining (decided when
+    #: the block is made: blocks are applied after later ones were read).
+    small: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +388,7 @@ class Spans:
     progress_last: tuple[int, int] | None
 
 
-def _prepare(raw: bytes, *, count_lines: bool, strip: bool) -> Block:
+def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False) -> Block:
     """Make a block. Escapes stay in place: the prefilters tolerate them (see
     :mod:`hotspare.evidence.patterns.relax`) and only candidate lines are cleaned."""
     if strip:
@@ -391,7 +396,7 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool) -> Block:
     elif b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
     text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
-    return Block(raw, text, count_lines)
+    return Block(raw, text, count_lines, small)
 
 
 def detect_wrap_width(sample: bytes) -> int | None:
