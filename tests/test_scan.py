@@ -325,6 +325,7 @@ name = "registered"
 regex = '{regex}'
 role = "context"
 doc = "a worker registered"
+examples = ["distributed.worker - INFO - Registered to: tcp://10.0.0.3:8786"]
 """, "t.toml")
     finder = multi.HyperscanLines(PatternSet([pack]))
     busy = b"torch.distributed INFO all-reduce done\n" * 100 + b"data loader worker 3 prefetched\n"
