@@ -65,6 +65,8 @@ def test_a_programs_own_failure_ends_with_3(tmp_path: Path, code: str, want_exit
     assert [a for a, _ in got] == actions, (got, logs)
     assert reason in got[-1][1]
     assert len(list(run.glob("attempt-*.log"))) == len(actions)
+    # The user is told why, on stderr, without opening the ledger.
+    assert f"stopped after attempt {len(actions)}: {got[-1][1]} (exit {want_exit};" in said
 
 
 def test_a_dead_host_with_a_spare_left_is_swapped(tmp_path: Path) -> None:

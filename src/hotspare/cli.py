@@ -340,6 +340,19 @@ def _scrape(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_how_it_ended(run_dir: Path, code: int) -> None:
+    """One line on stderr: the run's last decision and its exit code (the ledger has the rest)."""
+    ledger = Ledger.open(run_dir)
+    try:
+        decisions = ledger.decisions()
+    finally:
+        ledger.close()
+    if code != 0 and decisions:
+        last = decisions[-1]
+        print(f"hotspare: stopped after attempt {last.attempt}: {last.reason} (exit {code}; "
+              f"'hotspare postmortem {run_dir}' tells the whole run)", file=sys.stderr, flush=True)
+
+
 def _launch(args: argparse.Namespace) -> int:
     supervisor = _supervisor(args)
     # SIGTERM/SIGINT end the attempt cleanly (launcher group first) and record the run as cancelled.
@@ -347,7 +360,9 @@ def _launch(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: supervisor.request_stop()) for sig in stop_signals}
     try:
         print(f"hotspare: run directory {supervisor.run_dir}", file=sys.stderr, flush=True)
-        return supervisor.run()
+        code = supervisor.run()
+        _say_how_it_ended(supervisor.run_dir, code)
+        return code
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
