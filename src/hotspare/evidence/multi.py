@@ -5,10 +5,9 @@ every added pattern makes: with 262 patterns it read about 430 MB/s on one core.
 asks two cheaper questions of each block instead:
 
 1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for the
-   words every match of a pattern holds (the words of its prefilter's literal, up to :data:`KEY_WORDS` of
-   them: :func:`form_word_sets`), each word reported once a block; a pattern is flagged when every word of
-   one of its literal's alternatives is there (one common word, "INFO", would flag it in most blocks). A
-   colouriser puts its escapes between words, never inside one, so a word stands verbatim in the raw bytes.
+   words every match of a pattern holds (:func:`~hotspare.evidence.patterns.literals.required_words`), each
+   word reported once a block. A colouriser puts its escapes between words, never inside one, so a word
+   stands verbatim in the raw bytes.
 2. Where? For each pattern flagged, one pass of that pattern's own escape-tolerant prefilter (the form the
    RE2 prefilter is built from), reporting where each match ends: those lines are its candidates.
 
@@ -43,7 +42,7 @@ from hotspare.evidence.patterns import PatternSet, compile_bytes
 # The form the RE2 prefilter is made of, so both engines flag the same lines (a private helper of the
 # patterns module; reimplementing it here could drift from what the RE2 engine runs).
 from hotspare.evidence.patterns import _prefilter_form as prefilter_form
-from hotspare.evidence.patterns.literals import longest_word, required_literals, required_words, words
+from hotspare.evidence.patterns.literals import longest_word, required_literals, required_words
 
 try:
     import hyperscan
@@ -125,30 +124,24 @@ class HyperscanLines:
             forms.setdefault(prefilter_form(pattern.regex), set()).add(index)
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
-        # A form is flagged in a block when every word of one of its alternatives is there (each word reported
-        # once a block): one common word ("distributed", "rank") alone would flag it in most blocks.
-        words: dict[tuple[str, bool], set[int]] = {}  # word -> the alternatives holding it
-        needs: list[tuple[int, int]] = []  # (form, how many words) of each alternative
+        words: dict[tuple[str, bool], set[int]] = {}
         unkeyed: list[int] = []
         for form_index, indices in enumerate(self._form_patterns):
-            found = form_word_sets(patterns.event_patterns[min(indices)].regex, self._forms[form_index])
+            found = form_words(patterns.event_patterns[min(indices)].regex, self._forms[form_index])
             if found is None:
                 unkeyed.append(form_index)
                 continue
             alternatives, ignore_case = found
-            for alternative in alternatives:
-                needs.append((form_index, len(alternative)))
-                for word in alternative:
-                    words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(len(needs) - 1)
-        self._word_alternatives = [tuple(sorted(alts)) for alts in words.values()]
-        self._needs = needs
+            for word in alternatives:
+                words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(form_index)
+        self._word_forms = [tuple(sorted(forms_)) for forms_ in words.values()]
         # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
         always = [self._compile(i) for i in unkeyed]
         self._always = [s for s in always if isinstance(s, _Re2Searcher)]
         probed = [i for i, s in zip(unkeyed, always, strict=True) if isinstance(s, _HyperscanSearcher)]
         # Probe ids: the words, then the OSC introducer (bytes.find for it would stop at every escape of a
         # coloured log), then the forms with no word.
-        self._osc = len(self._word_alternatives)
+        self._osc = len(self._word_forms)
         self._probed = [self._form_patterns[i] for i in probed]
         self._probe = _probe_database(list(words), [self._forms[i] for i in probed])
         # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
@@ -160,16 +153,11 @@ class HyperscanLines:
         """Candidate lines of ``text`` with the patterns that flagged each."""
         hits: list[tuple[int, int]] = []
         self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
-        seen: dict[int, int] = {}  # alternative -> how many of its words are in the block
         flagged: set[int] = set()
         probed: dict[int, list[int]] = {}
         for index, end in hits:
             if index < self._osc:
-                for alternative in self._word_alternatives[index]:
-                    count = seen[alternative] = seen.get(alternative, 0) + 1
-                    form, need = self._needs[alternative]
-                    if count == need:
-                        flagged.add(form)
+                flagged.update(self._word_forms[index])
             elif index > self._osc:
                 probed.setdefault(index - self._osc - 1, []).append(end)
         if len(flagged) > MAX_FLAGGED:
@@ -220,30 +208,6 @@ def form_words(regex: str, form: str) -> tuple[tuple[str, ...], bool] | None:
     if any(word is None for word in words):
         return None
     return tuple(dict.fromkeys(w for w in words if w)), ignore_case
-
-
-#: Most words keying one alternative of a form (the longest ones): each more makes a chance flag rarer.
-KEY_WORDS = 4
-
-
-def form_word_sets(regex: str, form: str) -> tuple[tuple[tuple[str, ...], ...], bool] | None:
-    """Like :func:`form_words`, but each alternative as the words of its literal (up to :data:`KEY_WORDS`,
-    longest first), all of which stand verbatim in every raw line the form matches: a form is flagged in a
-    block only when all of one alternative's words are there (a common word alone, "INFO" or "worker", is
-    in most blocks of a busy log). Words outside the literal are not used: the RE2 prefilter does not
-    require them either, and both engines must flag the same lines."""
-    literals = required_literals(regex)
-    if literals is None:
-        found = required_words(form)
-        return None if found is None else (tuple((word,) for word in found[0]), found[1])
-    alternatives, ignore_case = literals
-    sets = []
-    for literal in alternatives:
-        keys = sorted(set(words(literal)), key=lambda w: (-len(w), w))
-        if not keys:
-            return None
-        sets.append(tuple(keys[:KEY_WORDS]))
-    return tuple(dict.fromkeys(sets)), ignore_case
 
 
 class _Searcher(Protocol):

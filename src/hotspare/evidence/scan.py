@@ -19,6 +19,7 @@ import functools
 import itertools
 import os
 import re
+import stat
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -76,7 +77,10 @@ class Scanner:
         max_line_bytes: int = MAX_LINE_BYTES,
         wrap_width: int | Literal["auto"] | None = None,
         engine: Engine | None = None,
+        size_hint: int | None = None,
     ) -> None:
+        """``size_hint``: the whole input's size, when known (a file): input larger than :data:`PASTE_BYTES`
+        is no paste, and its first megabyte is not read as one."""
         if max_line_bytes < 256:
             raise ValueError(f"max_line_bytes={max_line_bytes} is too small; use at least 256")
         if isinstance(wrap_width, int) and wrap_width < MIN_WRAP_WIDTH:
@@ -90,6 +94,7 @@ class Scanner:
         self._skipping = False
         self._lines = 0
         self._bytes = 0
+        self._size_hint = size_hint
         self._truncated = 0
         self._records = Records()
         self._progress: Progress | None = None
@@ -136,30 +141,35 @@ class Scanner:
             if self._skipping:
                 head = self._end_skip(head)
             if head:
-                yield _prepare(head, count_lines=True, strip=strip, small=self._bytes <= PASTE_BYTES)
+                yield _prepare(head, count_lines=True, strip=strip, small=self._small())
         if self._skipping:
             buf = b""
         elif len(buf) > self.max_line_bytes:
             self._truncated += 1
             yield _prepare(buf[: self.max_line_bytes] + b"\n", count_lines=False, strip=strip,
-                           small=self._bytes <= PASTE_BYTES)
+                           small=self._small())
             buf, self._skipping = b"", True
         self._pending = buf
+
+    def _small(self) -> bool:
+        """Whether the input so far (or the whole input, when its size is known) may be a paste."""
+        return (self._bytes if self._size_hint is None else max(self._bytes, self._size_hint)) <= PASTE_BYTES
 
     def search(self, block: Block) -> Spans:
         """Candidate lines and progress lines of a block (pure; no scanner state)."""
         candidates = self._finder.candidates(block.text)
+        newlines = _newlines(block.raw, 0, len(block.raw))
         progress = self.patterns.progress_prefilter
         first = progress.search(block.text) if progress is not None else None
         if first is None:
-            return Spans(candidates, None, None)
-        return Spans(candidates, first.start(), _last_candidate(progress, block.text))
+            return Spans(candidates, None, None, newlines)
+        return Spans(candidates, first.start(), _last_candidate(progress, block.text), newlines)
 
     def apply(self, block: Block, spans: Spans, found: list[Evidence] | None) -> None:
         """Match the candidate lines, in order, and advance the line count; what they yield goes to ``found``
         too, unless it is None."""
         text = block.text
-        counter = _LineCounter(block.raw, self._lines)
+        counter = _LineCounter(block.raw, self._lines, spans.newlines)
         for start, end, ids in spans.candidates:
             raw = text[start:end]
             # The prefilters tolerate escapes between words only: a line holding one is checked in full.
@@ -177,7 +187,7 @@ class Scanner:
         """Scan what is left (a last line without a newline) and return the result."""
         if self._pending:
             block = _prepare(self._pending + b"\n", count_lines=True, strip=self.wrap_width is not None,
-                             small=self._bytes <= PASTE_BYTES)
+                             small=self._small())
             self.apply(block, self.search(block), None)
             self._pending = b""
         return ScanResult(
@@ -386,6 +396,8 @@ class Spans:
     candidates: list[Candidate]
     progress_first: int | None
     progress_last: tuple[int, int] | None
+    #: The block's line breaks (``\n`` in ``raw``), counted on the searching thread.
+    newlines: int | None = None
 
 
 def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False) -> Block:
@@ -426,16 +438,21 @@ def _clean(line: bytes) -> bytes:
 
 
 class _LineCounter:
-    """Line numbers for offsets visited in increasing order (counts ``\\n`` once)."""
+    """Line numbers for offsets visited in increasing order (counts ``\n`` once). With the block's total
+    known, an offset nearer the end is counted back from there (the last progress line of a block is)."""
 
-    def __init__(self, raw: bytes, base: int) -> None:
+    def __init__(self, raw: bytes, base: int, total: int | None = None) -> None:
         self._raw = raw
         self._offset = 0
-        self._line = base + 1
+        self._first = self._line = base + 1
+        self._total = total
 
     def at(self, offset: int) -> int:
         if offset >= self._offset:
-            self._line += _newlines(self._raw, self._offset, offset)
+            if self._total is not None and len(self._raw) - offset < offset - self._offset:
+                self._line = self._first + self._total - _newlines(self._raw, offset, len(self._raw))
+            else:
+                self._line += _newlines(self._raw, self._offset, offset)
             self._offset = offset
             return self._line
         return self._line - self._raw.count(b"\n", offset, self._offset)
@@ -568,17 +585,19 @@ def scan(
     ``engine`` picks how candidate lines are found (see :func:`hotspare.evidence.multi.line_finder`);
     the evidence is the same either way.
     """
-    scanner = Scanner(patterns, wrap_width=wrap_width, engine=engine)
     if isinstance(source, bytes):
+        scanner = Scanner(patterns, wrap_width=wrap_width, engine=engine, size_hint=len(source))
         scanner.feed(source)
         return scanner.close()
     if isinstance(source, (str, Path)):
         try:
             with Path(source).open("rb") as stream:
-                return _scan_stream(scanner, stream)
+                info = os.fstat(stream.fileno())
+                size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a FIFO says 0
+                return _scan_stream(Scanner(patterns, wrap_width=wrap_width, engine=engine, size_hint=size), stream)
         except OSError as exc:
             raise InputError(str(source), exc.strerror or str(exc)) from exc
-    return _scan_stream(scanner, source)
+    return _scan_stream(Scanner(patterns, wrap_width=wrap_width, engine=engine), source)
 
 
 def _scan_stream(scanner: Scanner, stream: IO[bytes], threads: int = SEARCH_THREADS) -> ScanResult:

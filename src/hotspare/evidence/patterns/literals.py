@@ -53,11 +53,6 @@ def required_words(regex: str) -> tuple[Alternatives, bool] | None:
     return _required(regex, longest_word)
 
 
-def words(text: str) -> list[str]:
-    """The ASCII words of ``text`` at least :data:`MIN_WORD` long."""
-    return [w for w in _WORD.findall(text) if len(w) >= MIN_WORD]
-
-
 def longest_word(text: str) -> str | None:
     """The longest ASCII word of ``text`` if it has :data:`MIN_WORD` characters or more. Every word of a
     required literal is required too, and the longest is the least likely to turn up by chance."""
