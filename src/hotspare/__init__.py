@@ -1,66 +1,130 @@
 """hotspare: name the node that died, swap in a spare, resume.
 
 The public API. Adapters (Parsl, Dask) import only what is listed here.
+
+Each name is imported from its module when first used (PEP 562), so a command that needs the scanner
+alone (``hotspare scrape``) does not pay for the supervisor, the ledger and the adapters' helpers.
 """
 
 from __future__ import annotations
 
-from hotspare.act.checkpoint import Checkpoint, find_latest
-from hotspare.act.gateway import ProcessRunner, Runner
-from hotspare.act.launchers import LauncherKind
-from hotspare.act.probe import (
-    SUSPECT_PROBE_S,
-    ProbeResult,
-    Readmission,
-    probe_hosts,
-    probe_suspects_slurm,
-    readmit_expired_slurm,
-)
-from hotspare.act.runner import StopCause
-from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
-from hotspare.decide.policy import Action, Budgets, Decision, History, decide
-from hotspare.decide.pool import Pool, resolve_allocation
-from hotspare.errors import (
-    EXIT_INTERRUPTED,
-    EXIT_NO_RETRY,
-    EXIT_OK,
-    EXIT_RETRY_ELSEWHERE,
-    EXIT_USAGE,
-    AllocationError,
-    HostError,
-    HotspareError,
-    InputError,
-    PatternError,
-    PreflightError,
-)
-from hotspare.evidence.classify import Blame, ExitStatus, SchedulerFacts, Verdict, classify
-from hotspare.evidence.patterns import PatternSet, Role, load_patterns
-from hotspare.evidence.records import Evidence, ScanResult
-from hotspare.evidence.scan import Scanner, scan
-from hotspare.failures import FailureClass, QuarantineReason
-from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
-from hotspare.jobs import (
-    HOOK_EXIT,
-    HOOK_FAILED,
-    Fault,
-    JobEnd,
-    JobJudgement,
-    TaskJudgement,
-    confirm_by_probe,
-    confirm_suspects,
-    judge_host_lost,
-    judge_job,
-    judge_task,
-    lead_left,
-    read_outputs,
-    suspects_to_probe,
-)
-from hotspare.record.files import read_tail, write_atomic
-from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
-from hotspare.record.postmortem import Goodput, Incident, Report, build_report
-from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, changed_snapshots, read_snapshot
-from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
-from hotspare.supervisor import RunConfig, Supervisor
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names are, for type checkers
+    from hotspare.act.checkpoint import Checkpoint, find_latest
+    from hotspare.act.gateway import ProcessRunner, Runner
+    from hotspare.act.launchers import LauncherKind
+    from hotspare.act.probe import (
+        SUSPECT_PROBE_S,
+        ProbeResult,
+        Readmission,
+        probe_hosts,
+        probe_suspects_slurm,
+        readmit_expired_slurm,
+    )
+    from hotspare.act.runner import StopCause
+    from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
+    from hotspare.decide.policy import Action, Budgets, Decision, History, decide
+    from hotspare.decide.pool import Pool, resolve_allocation
+    from hotspare.errors import (
+        EXIT_INTERRUPTED,
+        EXIT_NO_RETRY,
+        EXIT_OK,
+        EXIT_RETRY_ELSEWHERE,
+        EXIT_USAGE,
+        AllocationError,
+        HostError,
+        HotspareError,
+        InputError,
+        PatternError,
+        PreflightError,
+    )
+    from hotspare.evidence.classify import Blame, ExitStatus, SchedulerFacts, Verdict, classify
+    from hotspare.evidence.patterns import PatternSet, Role, load_patterns
+    from hotspare.evidence.records import Evidence, ScanResult
+    from hotspare.evidence.scan import Scanner, scan
+    from hotspare.failures import FailureClass, QuarantineReason
+    from hotspare.hosts import Host, expand_hosts, parse_hostfile, read_hostfile
+    from hotspare.jobs import (
+        HOOK_EXIT,
+        HOOK_FAILED,
+        Fault,
+        JobEnd,
+        JobJudgement,
+        TaskJudgement,
+        confirm_by_probe,
+        confirm_suspects,
+        judge_host_lost,
+        judge_job,
+        judge_task,
+        lead_left,
+        read_outputs,
+        suspects_to_probe,
+    )
+    from hotspare.record.files import read_tail, write_atomic
+    from hotspare.record.ledger import AttemptRow, DecisionRow, EvidenceRow, Ledger, ObservationRow
+    from hotspare.record.postmortem import Goodput, Incident, Report, build_report
+    from hotspare.record.quarantine import SNAPSHOT_NAME, Entry, Quarantine, changed_snapshots, read_snapshot
+    from hotspare.record.workflow import JobRow, RetryRow, RetryScope, WorkflowRecord
+    from hotspare.supervisor import RunConfig, Supervisor
+
+#: Where each public name lives.
+_WHERE: dict[str, str] = {
+    name: module
+    for module, names in (
+        ("hotspare.act.checkpoint", "Checkpoint find_latest"),
+        ("hotspare.act.gateway", "ProcessRunner Runner"),
+        ("hotspare.act.launchers", "LauncherKind"),
+        (
+            "hotspare.act.probe",
+            "SUSPECT_PROBE_S ProbeResult Readmission probe_hosts probe_suspects_slurm "
+            "readmit_expired_slurm"
+        ),
+        ("hotspare.act.runner", "StopCause"),
+        ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts unhealthy"),
+        ("hotspare.decide.policy", "Action Budgets Decision History decide"),
+        ("hotspare.decide.pool", "Pool resolve_allocation"),
+        (
+            "hotspare.errors",
+            "EXIT_INTERRUPTED EXIT_NO_RETRY EXIT_OK EXIT_RETRY_ELSEWHERE EXIT_USAGE AllocationError "
+            "HostError HotspareError InputError PatternError PreflightError"
+        ),
+        ("hotspare.evidence.classify", "Blame ExitStatus SchedulerFacts Verdict classify"),
+        ("hotspare.evidence.patterns", "PatternSet Role load_patterns"),
+        ("hotspare.evidence.records", "Evidence ScanResult"),
+        ("hotspare.evidence.scan", "Scanner scan"),
+        ("hotspare.failures", "FailureClass QuarantineReason"),
+        ("hotspare.hosts", "Host expand_hosts parse_hostfile read_hostfile"),
+        (
+            "hotspare.jobs",
+            "HOOK_EXIT HOOK_FAILED Fault JobEnd JobJudgement TaskJudgement confirm_by_probe "
+            "confirm_suspects judge_host_lost judge_job judge_task lead_left read_outputs "
+            "suspects_to_probe"
+        ),
+        ("hotspare.record.files", "read_tail write_atomic"),
+        ("hotspare.record.ledger", "AttemptRow DecisionRow EvidenceRow Ledger ObservationRow"),
+        ("hotspare.record.postmortem", "Goodput Incident Report build_report"),
+        ("hotspare.record.quarantine", "SNAPSHOT_NAME Entry Quarantine changed_snapshots read_snapshot"),
+        ("hotspare.record.workflow", "JobRow RetryRow RetryScope WorkflowRecord"),
+        ("hotspare.supervisor", "RunConfig Supervisor"),
+    )
+    for name in names.split()
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hotspare' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "EXIT_INTERRUPTED",

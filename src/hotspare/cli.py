@@ -11,12 +11,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from hotspare.act.preflight import check_free_space, default_lfs
 from hotspare.act.scheduler import SCHEDULER_CHOICES
-from hotspare.decide.policy import Budgets
-from hotspare.decide.pool import Pool, resolve_allocation
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
 from hotspare.evidence.classify import SchedulerFacts, Verdict, classify, refusals
 from hotspare.evidence.patterns import PatternSet, Role, load_patterns
@@ -24,14 +21,12 @@ from hotspare.evidence.patterns.check import check_pack
 from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.scan import MIN_WRAP_WIDTH, scan
 from hotspare.hosts import Host, expand_hosts, read_hostfile
-from hotspare.record.ledger import LEDGER_NAME, Ledger
-from hotspare.record.plot import FORMATS as PLOT_FORMATS
-from hotspare.record.plot import draw
-from hotspare.record.postmortem import build_report, render
-from hotspare.record.quarantine import read_snapshot
-from hotspare.record.workflow_report import build_workflow_report, render_workflow
-from hotspare.sim.demo import main as demo_main
-from hotspare.supervisor import RunConfig, Supervisor
+
+if TYPE_CHECKING:
+    from hotspare.supervisor import Supervisor
+
+# The launch, postmortem and demo commands import what they need when run: `hotspare scrape` and `classify`
+# start in a fraction of the time without the supervisor, the ledger and the reports.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a failover end to end on an embedded local allocation")
     p.add_argument("--keep", action="store_true", help="keep the run directory (printed at the end)")
     p.add_argument("--dir", metavar="DIR", help="run in DIR (new or empty; kept)")
-    p.set_defaults(func=lambda a: demo_main(keep=a.keep, directory=a.dir))
+    p.set_defaults(func=_demo)
 
     p = sub.add_parser("patterns", help="list or test the pattern packs")
     psub = p.add_subparsers(dest="action", required=True)
@@ -340,8 +335,16 @@ def _scrape(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from hotspare.sim.demo import main as demo_main  # noqa: PLC0415 -- see the imports
+
+    return demo_main(keep=args.keep, directory=args.dir)
+
+
 def _say_how_it_ended(run_dir: Path, code: int) -> None:
     """One line on stderr: the run's last decision and its exit code (the ledger has the rest)."""
+    from hotspare.record.ledger import Ledger  # noqa: PLC0415 -- see the imports
+
     ledger = Ledger.open(run_dir)
     try:
         decisions = ledger.decisions()
@@ -370,6 +373,12 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _supervisor(args: argparse.Namespace) -> Supervisor:
     """Everything checked before anything is written: bad input exits 2 with nothing recorded."""
+    from hotspare.act.preflight import check_free_space, default_lfs  # noqa: PLC0415 -- see the imports
+    from hotspare.decide.policy import Budgets  # noqa: PLC0415
+    from hotspare.decide.pool import Pool, resolve_allocation  # noqa: PLC0415
+    from hotspare.record.ledger import Ledger  # noqa: PLC0415
+    from hotspare.supervisor import RunConfig, Supervisor  # noqa: PLC0415
+
     if args.resume:
         ledger = Ledger.open(args.resume)
         try:
@@ -415,6 +424,8 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
 
 def _snapshot(path: str | None) -> str | None:
     """A shared quarantine snapshot, checked readable now (a wrong path must not mean 'nothing kept out')."""
+    from hotspare.record.quarantine import read_snapshot  # noqa: PLC0415 -- see the imports
+
     if not path:
         return None
     read_snapshot(path)
@@ -422,6 +433,12 @@ def _snapshot(path: str | None) -> str | None:
 
 
 def _postmortem(args: argparse.Namespace) -> int:
+    from hotspare.record.ledger import LEDGER_NAME, Ledger  # noqa: PLC0415 -- see the imports
+    from hotspare.record.plot import FORMATS as PLOT_FORMATS  # noqa: PLC0415
+    from hotspare.record.plot import draw  # noqa: PLC0415
+    from hotspare.record.postmortem import build_report, render  # noqa: PLC0415
+    from hotspare.record.workflow_report import build_workflow_report, render_workflow  # noqa: PLC0415
+
     if not (Path(args.run_dir) / LEDGER_NAME).is_file():
         raise InputError(args.run_dir, "not a run directory (no ledger.sqlite)")
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
