@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from pathlib import Path
@@ -169,3 +170,23 @@ def test_every_shipped_pack_says_where_it_came_from() -> None:
     """Issue 11: each pack names the project, the version range and the source files its formats were read from."""
     for pack in load_patterns().packs.values():
         assert pack.family and pack.project and pack.versions and pack.derived_from, pack.name
+
+
+def test_every_shipped_pack_passes_the_full_checks_its_trusted_load_skips() -> None:
+    """Shipped packs are loaded without compiling their regexes (each is compiled when first used); loaded as
+    a site's pack would be, every regex compiles under RE2, relaxes, and holds its host group: the same packs."""
+    import importlib.resources  # noqa: PLC0415
+
+    root = importlib.resources.files("hotspare.evidence.patterns").joinpath("packs")
+    files = sorted((e for e in root.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name)
+    assert len(files) >= len(REQUIRED_PACKS)
+    for entry in files:
+        text = entry.read_text(encoding="utf-8")
+        checked = load_pack_text(text, entry.name)
+        trusted = load_pack_text(text, entry.name, trusted=True)
+        fields = [f.name for f in dataclasses.fields(checked.patterns[0])]
+        assert [[getattr(p, f) for f in fields] for p in checked.patterns] == [
+            [getattr(p, f) for f in fields] for p in trusted.patterns], entry.name
+        for pattern in checked.patterns:
+            if pattern.host_group:
+                assert pattern.host_group.encode() in pattern.compiled.groupindex, pattern.qualname

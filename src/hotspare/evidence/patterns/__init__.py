@@ -38,6 +38,7 @@ in ``$HOTSPARE_PATTERNS`` (``os.pathsep``-separated), and ``--patterns DIR``.
 from __future__ import annotations
 
 import enum
+import functools
 import importlib.metadata
 import importlib.resources
 import os
@@ -178,9 +179,13 @@ class Pattern:
     within: int
     doc: str
     examples: tuple[Example, ...]
-    compiled: Any
     #: The regex as matched: a leading ``^`` also allows :data:`LINE_PREFIX`.
     matched: str = ""
+
+    @property
+    def compiled(self) -> Any:
+        """``matched`` compiled with RE2 (once per regex, when first searched with: a log asks for few)."""
+        return _compiled(self.matched)
 
     @property
     def qualname(self) -> str:
@@ -301,8 +306,15 @@ def with_prefixes(regex: str) -> str:
     return f"^{LINE_PREFIX}(?:{regex[1:]})" if regex.startswith("^") else regex
 
 
-def load_pack_text(text: str, source: str) -> Pack:
-    """Parse and validate one pack's TOML; :class:`PatternError` naming the problem."""
+@functools.cache  # RE2 objects are safe to share between threads; a few hundred regexes
+def _compiled(matched: str) -> Any:
+    return compile_bytes(matched)
+
+
+def load_pack_text(text: str, source: str, *, trusted: bool = False) -> Pack:
+    """Parse and validate one pack's TOML; :class:`PatternError` naming the problem. A ``trusted`` pack (one
+    shipped with hotspare, whose regexes its tests compile) skips compiling them now: each is compiled when
+    first used."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -313,7 +325,7 @@ def load_pack_text(text: str, source: str) -> Pack:
     raw = data.get("pattern")
     if not isinstance(raw, list) or not raw:
         raise PatternError(source, "needs at least one [[pattern]]")
-    patterns = tuple(_pattern(name, _table(p, source, "[[pattern]]"), source) for p in raw)
+    patterns = tuple(_pattern(name, _table(p, source, "[[pattern]]"), source, trusted=trusted) for p in raw)
     names = [p.name for p in patterns]
     for pat in patterns:
         for ref in (pat.host_from, pat.after):
@@ -367,7 +379,7 @@ _KEYS = {
 }
 
 
-def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
+def _pattern(pack: str, table: Mapping[str, Any], source: str, *, trusted: bool = False) -> Pattern:
     name = _text(table, "name", source)
     where = f"{source}: pattern {name!r}"
     unknown = sorted(set(table) - _KEYS)
@@ -384,13 +396,14 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
     if not isinstance(prefixed, bool):
         raise PatternError(where, "line_prefix must be true or false")
     matched = with_prefixes(regex) if prefixed else regex
-    try:
-        compiled = compile_bytes(matched)
-        relax(_unanchored(regex))
-    except Exception as exc:  # re2 raises its own Error type, not re2.error, for parse failures
-        raise PatternError(where, f"regex does not compile under RE2 ({_message(exc)})") from exc
-    if host_group is not None and host_group.encode() not in compiled.groupindex:
-        raise PatternError(where, f"host group {host_group!r} is not a named group of the regex")
+    if not trusted:
+        try:
+            compiled = _compiled(matched)
+            relax(_unanchored(regex))
+        except Exception as exc:  # re2 raises its own Error type, not re2.error, for parse failures
+            raise PatternError(where, f"regex does not compile under RE2 ({_message(exc)})") from exc
+        if host_group is not None and host_group.encode() not in compiled.groupindex:
+            raise PatternError(where, f"host group {host_group!r} is not a named group of the regex")
     return Pattern(
         pack=pack,
         name=name,
@@ -405,7 +418,6 @@ def _pattern(pack: str, table: Mapping[str, Any], source: str) -> Pattern:
         within=int(table.get("within", 3)),
         doc=_text(table, "doc", source),
         examples=_examples(table, where),
-        compiled=compiled,
         matched=matched,
     )
 
@@ -469,7 +481,7 @@ def builtin_packs() -> Iterator[Pack]:
     root = importlib.resources.files("hotspare.evidence.patterns").joinpath("packs")
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
-            yield load_pack_text(entry.read_text(encoding="utf-8"), f"builtin:{entry.name}")
+            yield load_pack_text(entry.read_text(encoding="utf-8"), f"builtin:{entry.name}", trusted=True)
 
 
 def directory_packs(directory: str | Path) -> Iterator[Pack]:
