@@ -279,7 +279,7 @@ def download(cache: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
     try:
-        with urllib.request.urlopen(ARCHIVE_URL, timeout=120) as response, partial.open("wb") as out:  # noqa: S310
+        with urllib.request.urlopen(ARCHIVE_URL, timeout=120) as response, partial.open("wb") as out:
             shutil.copyfileobj(response, out)
     except OSError as exc:
         partial.unlink(missing_ok=True)
