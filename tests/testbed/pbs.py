@@ -25,6 +25,7 @@ Needs root, ``ip`` (iproute2), util-linux and an OpenPBS install (:mod:`testbed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.cluster import BedError, _alive, _children
+from testbed.cluster import BedError, _alive, _children, _state
 from testbed.pbs_layout import (
     HEAD,
     HOMES,
@@ -152,8 +153,8 @@ class Bed:
 
     def _start(self) -> None:
         self._write_files()
+        self.pids["netns"] = 0  # a marker: down() deletes the namespace even if making it failed half-way
         self._make_netns()
-        self.pids["netns"] = 0  # a marker: down() deletes the namespace even if nothing else started
         for node in self.nodes:  # one at a time: pbs_habitat is not safe to run concurrently
             self._habitat(node)
         self._boot(HEAD)
@@ -266,6 +267,8 @@ class Bed:
                            check=False)
         shutil.rmtree(Path("/etc/netns") / self.layout.netns, ignore_errors=True)
         shutil.rmtree(self.layout.homes, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the parent too, once no bed has homes in it
+            HOMES.rmdir()
         self.pids.clear()
 
     def _signal(self, name: str, sig: int) -> bool:
@@ -294,8 +297,11 @@ class Bed:
     def freeze(self, node: str) -> None:
         """Hang the node: SIGSTOP every process in it (sockets stay open; the kernel still answers TCP)."""
         self.disturbed = True
-        for pid in self.node_pids(node):
+        pids = self.node_pids(node)
+        for pid in pids:
             os.kill(pid, signal.SIGSTOP)
+        # SIGSTOP lands asynchronously: return once every process of the node is stopped (T) or gone.
+        self.wait_for(lambda: all(_state(pid) in {"T", "Z"} for pid in pids), f"{node} to stop", 5)
 
     def thaw(self, node: str) -> None:
         """Undo :meth:`freeze`."""
