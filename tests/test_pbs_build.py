@@ -133,7 +133,7 @@ def test_a_stamped_build_is_reused_without_building(tmp_path: Path) -> None:
     for rel in INSTALLED:
         (prefix / rel).parent.mkdir(parents=True, exist_ok=True)
         (prefix / rel).write_text("")
-    write_stamp(where, {"prefix": str(prefix)})
+    write_stamp(where, {"recipe": pbs_build.RECIPE, "prefix": str(prefix)})
     environ = {"HOTSPARE_CACHE": str(tmp_path / "cache"), "HOTSPARE_OPENPBS_SRC": str(tarball)}
     assert ensure_openpbs(environ, CHECKOUT) == prefix
     assert not (where / "build.log").exists() and not (where / "src").exists()

@@ -67,6 +67,8 @@ def pbs(argv: list[str]) -> int:
         print(ensure_openpbs())
         return 0
     if argv[0] == "up":
+        if (PBS_ROOT / "bed.json").exists():
+            raise BedError(f"a PBS bed is up in {PBS_ROOT}: `python -m testbed pbs down` first")
         bed = PbsBed.up(PBS_ROOT, ensure_openpbs())
         bed.save()
         print(f"PBS bed up in {PBS_ROOT} (network namespace {bed.layout.netns}): "

@@ -171,7 +171,7 @@ class Bed:
     def _write_files(self) -> None:
         r = self.root
         shutil.rmtree(r, ignore_errors=True)
-        for sub in ("etc", "log", "nodelocal", "local", "pgrun", "jobs"):
+        for sub in ("etc", "log", "nodelocal", "local", "pgrun"):
             (r / sub).mkdir(parents=True)
         _remove_stale_homes()
         self.layout.homes.mkdir(parents=True)
@@ -179,7 +179,6 @@ class Bed:
             path.chmod(0o755)
         (r / "homes").symlink_to(self.layout.homes)  # for humans: the PBS logs are in homes/*/*_logs
         r.chmod(0o755)  # postgres (the datastore's user) must traverse it
-        (r / "jobs").chmod(0o1777)
         shutil.chown(r / "pgrun", "postgres", "postgres")
         for name in (HEAD, *self.nodes):
             self.layout.conf(name).write_text(build_pbs_conf(self.layout, name))

@@ -11,8 +11,9 @@ A tarball builds into ``<cache>/openpbs/<sha256[:12]>/`` (``prefix/``, ``build.l
 is written (atomically) only after a whole install, so an interrupted build is redone and a finished one reused.
 As root, the Debian packages the build and the daemons need are installed first when missing (apt-get).
 
-No ``/etc/pbs.conf`` is written: ``pbs_postinstall`` (which writes it and installs ``/etc/init.d/pbs``) is not
-run. The bed gives every daemon and command its own ``PBS_CONF_FILE``, and ``pbs_habitat`` run that way calls
+Nothing is written outside the cache: no ``/etc/pbs.conf`` (``pbs_postinstall``, which writes it and installs
+``/etc/init.d/pbs``, is not run), and ``make install`` is told to put the profile scripts and systemd unit it
+would write into /etc/profile.d and /lib/systemd/system under the prefix instead. The bed gives every daemon and command its own ``PBS_CONF_FILE``, and ``pbs_habitat`` run that way calls
 ``pbs_postinstall ... sameconf``, which only creates the PBS home.
 
 Usage: ``python tests/testbed/pbs_build.py`` prints the prefix (building first if needed), or one ``error:`` line.
@@ -58,6 +59,9 @@ SETUID = ("sbin/pbs_iff", "sbin/pbs_rcp")
 INSTALLED = ("bin/qsub", "bin/qstat", "bin/pbsnodes", "bin/qmgr", "sbin/pbs_server", "sbin/pbs_mom",
              "sbin/pbs_sched", "sbin/pbs_comm", "libexec/pbs_habitat")
 STAMP = "installed.json"
+#: Bumped when the recipe changes what an install holds: a stamp of another recipe is rebuilt. 2: nothing is
+#: installed outside the prefix (1 let ``make install`` write /etc/profile.d/pbs.{sh,csh} and the systemd unit).
+RECIPE = 2
 BUILD_TIMEOUT_S = 3600.0
 
 
@@ -234,7 +238,10 @@ def build_tarball(tarball: Path, where: Path, environ: Mapping[str, str], jobs: 
     _step(["./autogen.sh"], log, cwd=tree, env=env)
     _step(["./configure", f"--prefix={prefix}", "PYTHON=/usr/bin/python3"], log, cwd=tree, env=env)
     _step(["make", f"-j{jobs}"], log, cwd=tree, env=env)
-    _step(["make", "install"], log, cwd=tree, env=env)
+    # Its Makefiles install pbs.sh/pbs.csh into /etc/profile.d and pbs.service into systemd's unit directory
+    # whatever the prefix: both inside the prefix instead, so a build touches nothing else on the machine.
+    _step(["make", "install", f"sysprofiledir={prefix / 'etc' / 'profile.d'}",
+           f"unitfiledir={prefix / 'lib' / 'systemd' / 'system'}"], log, cwd=tree, env=env)
     for rel in SETUID:
         os.chown(prefix / rel, 0, 0)
         (prefix / rel).chmod(0o4755)
@@ -257,7 +264,9 @@ def read_stamp(where: Path) -> dict[str, object] | None:
         record = json.loads((where / STAMP).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or missing_files(Path(str(record.get("prefix", "")))):
+    if not isinstance(record, dict) or record.get("recipe") != RECIPE:
+        return None
+    if missing_files(Path(str(record.get("prefix", "")))):
         return None
     return record
 
@@ -318,7 +327,7 @@ def ensure_openpbs(environ: Mapping[str, str] | None = None, checkout: Path | No
             return Path(str(stamp["prefix"]))
         started = time.monotonic()
         prefix = build_tarball(tarball, where, environ)
-        write_stamp(where, {"prefix": str(prefix), "tarball": str(tarball), "tarball_sha256": sha,
+        write_stamp(where, {"recipe": RECIPE, "prefix": str(prefix), "tarball": str(tarball), "tarball_sha256": sha,
                             "build_s": round(time.monotonic() - started, 1), "built_at": time.time()})
     return prefix
 
