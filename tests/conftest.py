@@ -23,6 +23,8 @@ from hotspare.act.scheduler import SchedulerQuery
 from hotspare.record.ledger import AttemptRow, DecisionRow, Ledger, ObservationRow
 from hotspare.record.quarantine import Entry, Quarantine
 from testbed.cluster import Bed
+from testbed.pbs import Bed as PbsBed
+from testbed.pbs_build import ensure_openpbs
 
 HOTSPARE = Path(sys.executable).with_name("hotspare")
 
@@ -197,6 +199,50 @@ def slurm_bed(slurm_cluster):  # type: ignore[no-untyped-def]
     crashed, froze or drained a node, or left a job in the queue, gets the cluster rebuilt before the next
     test runs, so no step or job state leaks between tests."""
     return slurm_cluster.fresh()
+
+
+class _PbsCluster:
+    """The session's PBS bed, rebuilt (down, then up: ~15 s) whenever a test crashed, froze or restarted a node,
+    or left a job that did not end within 10 s of its ``qdel``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bed: PbsBed | None = None
+
+    def fresh(self) -> PbsBed:
+        if self.bed is not None and self.bed.settled(timeout_s=10):
+            return self.bed
+        self.close()
+        self.bed = PbsBed.up(self.root, ensure_openpbs())
+        return self.bed
+
+    def close(self) -> None:
+        if self.bed is not None:
+            self.bed.down()
+            self.bed = None
+
+
+@pytest.fixture(scope="session")
+def pbs_cluster():  # type: ignore[no-untyped-def]
+    """A real 4-node OpenPBS cluster (server, scheduler, comm, PostgreSQL, MOMs p1..p4) for the whole session, in
+    its own network namespace, torn down at its end even when tests fail (only the PIDs it started are
+    signalled; its namespace, hosts file and PBS homes are removed). Needs root and OpenPBS, built once into
+    the cache by ``tests/testbed/pbs_build.py`` (``./run test`` does it first); if either is missing the tests
+    that use it fail with the one-line reason, never skipped.
+    """
+    cluster = _PbsCluster(Path(tempfile.gettempdir()) / f"hotspare-pbs-bed-{os.getpid()}")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def pbs_bed(pbs_cluster):  # type: ignore[no-untyped-def]
+    """The session's PBS cluster as each test must find it: every node free, no job left (ended jobs stay in
+    ``qstat -x`` history). A test that crashed, froze or restarted a node gets the cluster rebuilt first."""
+    return pbs_cluster.fresh()
 
 
 def load_benchmark(file_name: str) -> ModuleType:

@@ -15,6 +15,7 @@ slurm-client and munge.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -165,9 +166,12 @@ class Bed:
         """Boot a node: its namespace init starts slurmd (ReturnToService=2 brings it back to idle)."""
         r = self.root
         console = (r / "log" / f"node-{node}.console").open("ab")
+        (r / "nodelocal" / node / "tmp").mkdir(parents=True, exist_ok=True)
+        spec = {"binds": [[str(r / "nodelocal" / node), str(r / "local")]],
+                "steps": [{"argv": ["slurmd", "-D", "-f", str(r / "etc" / "slurm.conf"), "-N", node], "wait": False}]}
         proc = subprocess.Popen(
             ["unshare", "--uts", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child=SIGKILL",
-             sys.executable, str(NODE_INIT), node, str(r / "etc" / "slurm.conf"), str(r)],
+             sys.executable, str(NODE_INIT), node, json.dumps(spec)],
             stdin=subprocess.DEVNULL, stdout=console, stderr=console, env=self.env, start_new_session=True,
         )
         self.pids[f"unshare:{node}"] = proc.pid
