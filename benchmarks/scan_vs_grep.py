@@ -21,7 +21,10 @@ thread count it may use. Prints a table and, as the last line:
 
     ratio_rg=<hotspare MB/s / rg MB/s> ratio_grep=<hotspare MB/s / grep MB/s> rss_mb=<peak RSS of hotspare>
 
-Usage: python benchmarks/scan_vs_grep.py [--size-mb 1024] [--rounds 3] [--keep]
+``--extra-rules N`` adds a pack of N site rules (each with words of its own) to every tool: the ratio
+should hold whatever the rule count.
+
+Usage: python benchmarks/scan_vs_grep.py [--size-mb 1024] [--rounds 3] [--extra-rules N] [--keep]
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from pathlib import Path
 
 from hotspare import Host, HostError, load_patterns
 from hotspare.evidence.multi import CACHE_VAR, ENGINE_VAR, engine_note
+from hotspare.evidence.patterns import ENV_VAR as PATTERNS_VAR
 from hotspare.evidence.scan import SEARCH_THREADS
 
 RANKS = 10_000
@@ -95,6 +99,30 @@ def generate(path: Path, size: int) -> None:
             out.write(traceback(rank))
         for rank in range(RANKS):
             out.write(f"{host(rank)}.hsn.cm.aurora.alcf.anl.gov: rank {rank} died from signal 15\n")
+
+
+def site_pack(count: int) -> str:
+    """A pack of ``count`` site rules: health-check and daemon messages naming a node, each with its own words
+    (what a site adds for its own tools), none of which the generated log holds."""
+    rng = random.Random(7)
+    syllables = ["ka", "lo", "mi", "ren", "tu", "vas", "qel", "dor", "shi", "pra", "nex", "bul"]
+    rows = ['[pack]\nname = "site"\ndoc = "Synthetic site rules for the benchmark."\n']
+    for i in range(count):
+        tool = "".join(rng.choice(syllables) for _ in range(3))
+        check = "".join(rng.choice(syllables) for _ in range(2))
+        rows.append(
+            f'[[pattern]]\nname = "rule_{i}"\nregex = \'{tool}d\\[[0-9]+\\]: {check} check failed on '
+            f'(?P<host>[a-z][a-z0-9-]*)\'\nhost = "host"\nclass = "node_loss"\nrole = "root"\n'
+            f'doc = "site rule {i}"\nexamples = ["{tool}d[42]: {check} check failed on n{i}"]\n'
+        )
+    return "\n".join(rows)
+
+
+def _add_site_rules(workdir: Path, count: int) -> None:
+    site = workdir / "site-packs"
+    site.mkdir(exist_ok=True)
+    (site / "site.toml").write_text(site_pack(count))
+    os.environ[PATTERNS_VAR] = str(site)  # hotspare reads it; grep and rg are given the same regexes
 
 
 def ere(regex: str) -> str | None:
@@ -166,13 +194,19 @@ def _names_root(output: str) -> bool:
         return False
 
 
-def main() -> int:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where to write the log (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    args = parser.parse_args()
+    parser.add_argument("--extra-rules", type=int, default=0, metavar="N",
+                        help="add N site rules (a pack of its own, given to every tool) to see the cost of more rules")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = _args()
 
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="hotspare-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -182,6 +216,8 @@ def main() -> int:
         generate(log, args.size_mb << 20)
     size_mb = log.stat().st_size / (1 << 20)
 
+    if args.extra_rules:
+        _add_site_rules(workdir, args.extra_rules)
     regexes = [p.regex for p in load_patterns().patterns]
     converted = [e for e in map(ere, regexes) if e]
     patfile = workdir / "patterns.ere"
@@ -229,9 +265,7 @@ def main() -> int:
         return 1
     shutil.rmtree(cache, ignore_errors=True)
     if not args.keep and not args.dir:
-        for file in (log, patfile, rgfile):
-            file.unlink()
-        workdir.rmdir()
+        shutil.rmtree(workdir)  # the log, the pattern files, the site pack: all generated here
     print(f"ratio_rg={rate['hotspare'] / rate['rg']:.2f} ratio_grep={rate['hotspare'] / rate['grep']:.2f} "
           f"rss_mb={rss['hotspare']:.1f}")
     return 0
