@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -190,3 +191,36 @@ def test_every_shipped_pack_passes_the_full_checks_its_trusted_load_skips() -> N
         for pattern in checked.patterns:
             if pattern.host_group:
                 assert pattern.host_group.encode() in pattern.compiled.groupindex, pattern.qualname
+
+
+def test_a_site_pack_is_checked_in_full_once_then_loaded_as_checked(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site's pack is compiled and checked the first time its text is seen; the cache records that it passed,
+    and the next load skips the compiles. A pack that fails is never recorded: it fails every time."""
+    from hotspare.evidence import multi  # noqa: PLC0415
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HOTSPARE_CACHE", str(cache))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "site.toml").write_text(SITE_PACK)
+    first = load_patterns([site])
+    checked = list((cache / "checked-packs").iterdir())
+    assert len(checked) == 1
+    again = load_patterns([site])
+    assert [p.qualname for p in again.patterns] == [p.qualname for p in first.patterns]
+    assert scan(b"NHC: n7 failed health check\n", again).evidence[0].host is not None
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bad.toml").write_text(SITE_PACK.replace("(?P<host>[a-z0-9]+)", "(?P<host>[a-z0-9]+"))
+    for _ in range(2):
+        with pytest.raises(PatternError, match="does not compile under RE2"):
+            load_patterns([bad])
+    assert list((cache / "checked-packs").iterdir()) == checked
+    # The forms the scanner derives from the regexes are kept too; a damaged file is worked out again.
+    multi.HyperscanLines(again)
+    kept = list((cache / "forms").glob("*.json"))
+    assert len(kept) == 1
+    kept[0].write_text("{not json")
+    assert multi.HyperscanLines(again).candidates(b"NHC: n7 failed health check\n")
+    assert json.loads(kept[0].read_text())  # written whole again

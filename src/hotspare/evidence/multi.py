@@ -28,6 +28,7 @@ engine checks every candidate line.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import re
@@ -37,6 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from hotspare.evidence import cache
+from hotspare.evidence import patterns as patterns_module
+from hotspare.evidence.cache import cache_dir, digest, store
 from hotspare.evidence.patterns import PatternSet, compile_bytes
 
 # The form the RE2 prefilter is made of, so both engines flag the same lines (a private helper of the
@@ -57,10 +61,9 @@ log = logging.getLogger(__name__)
 #: Environment variable choosing the engine: ``auto`` (Hyperscan when it imports), ``hyperscan`` or ``re2``.
 ENGINE_VAR = "HOTSPARE_SCAN_ENGINE"
 Engine = Literal["auto", "hyperscan", "re2"]
-#: Where compiled databases are kept between runs (Hyperscan's compiler takes milliseconds a pattern and
-#: megabytes of memory): this directory, else $XDG_CACHE_HOME/hotspare, else ~/.cache/hotspare; set it
-#: empty to compile on every run.
-CACHE_VAR = "HOTSPARE_CACHE"
+#: Compiled databases are kept between runs in the cache (:mod:`hotspare.evidence.cache`; Hyperscan's
+#: compiler takes milliseconds a pattern and megabytes of memory): this variable names it, "" keeps none.
+CACHE_VAR = cache.CACHE_VAR
 #: Most patterns flagged in one block before the RE2 prefilter takes that block instead.
 MAX_FLAGGED = 32
 
@@ -119,15 +122,16 @@ class HyperscanLines:
             raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
         self._fallback = Re2Lines(patterns)
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
+        derived = _derived([p.regex for p in patterns.event_patterns])
         forms: dict[str, set[int]] = {}
-        for index, pattern in enumerate(patterns.event_patterns):
-            forms.setdefault(prefilter_form(pattern.regex), set()).add(index)
+        for index, (form, _) in enumerate(derived):
+            forms.setdefault(form, set()).add(index)
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
         words: dict[tuple[str, bool], set[int]] = {}
         unkeyed: list[int] = []
         for form_index, indices in enumerate(self._form_patterns):
-            found = form_words(patterns.event_patterns[min(indices)].regex, self._forms[form_index])
+            found = derived[min(indices)][1]
             if found is None:
                 unkeyed.append(form_index)
                 continue
@@ -191,6 +195,33 @@ class HyperscanLines:
         if scratch is None:
             scratch = scratches[id(database)] = hyperscan.Scratch(database)
         return scratch
+
+
+Derived = list[tuple[str, tuple[tuple[str, ...], bool] | None]]
+
+
+def _derived(regexes: list[str]) -> Derived:
+    """Each regex's prefilter form and the words keying it (:func:`form_words`): from the cache when the same
+    regexes were read before by the same code (the forms come from a parse of each regex: a tenth of a
+    millisecond each, which a site's hundreds of rules would pay on every run), else worked out and kept."""
+    base = cache_dir()
+    path = None
+    if base is not None:
+        package = Path(patterns_module.__file__ or "").parent  # the code the forms come from
+        sources = b"".join((package / name).read_bytes() for name in ("__init__.py", "literals.py", "relax.py"))
+        path = base / "forms" / f"{digest(json.dumps(regexes).encode(), sources, Path(__file__).read_bytes())}.json"
+        try:
+            cached = json.loads(path.read_bytes())
+            return [(form, None if words is None else (tuple(words[0]), bool(words[1]))) for form, words in cached]
+        except (OSError, ValueError, TypeError, IndexError):
+            pass  # not kept yet, or damaged: work it out again
+    derived: Derived = []
+    for regex in regexes:
+        form = prefilter_form(regex)
+        derived.append((form, form_words(regex, form)))
+    if path is not None:
+        store(path, json.dumps(derived).encode())
+    return derived
 
 
 def form_words(regex: str, form: str) -> tuple[tuple[str, ...], bool] | None:
@@ -265,32 +296,16 @@ def _database(expressions: list[str], flags: list[int]) -> Any:
     database = hyperscan.Database()
     database.compile(expressions=encoded, ids=list(range(len(encoded))), flags=flags)
     if path is not None:
-        _store(path, hyperscan.dumpb(database))
+        store(path, hyperscan.dumpb(database))
     _release_freed_memory()
     return database
 
 
 def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
-    value = os.environ.get(CACHE_VAR)
-    if value == "":
+    base = cache_dir()
+    if base is None:
         return None
-    base = Path(value) if value else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hotspare"
-    import hashlib  # noqa: PLC0415 -- here, not at start-up: it loads OpenSSL
-
-    key = repr((_host_key(), expressions, flags)).encode()
-    return base / "hyperscan" / f"{hashlib.sha256(key).hexdigest()[:40]}.db"
-
-
-def _store(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (runs in parallel may write the same file)."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    except OSError as exc:  # a read-only home costs a compile a run, nothing else
-        log.debug("cannot cache a compiled database in %s: %s", path.parent, exc)
-        temporary.unlink(missing_ok=True)
+    return base / "hyperscan" / f"{digest(repr((_host_key(), expressions, flags)).encode())}.db"
 
 
 @functools.cache

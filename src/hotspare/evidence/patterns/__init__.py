@@ -53,6 +53,7 @@ from typing import Any
 import re2
 
 from hotspare.errors import PatternError
+from hotspare.evidence.cache import cache_dir, digest, store
 from hotspare.evidence.patterns.literals import required_literals
 from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
@@ -494,7 +495,23 @@ def directory_packs(directory: str | Path) -> Iterator[Pack]:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise PatternError(str(file), f"cannot be read ({exc})") from exc
-        yield load_pack_text(text, str(file))
+        yield _load_checked(text, str(file))
+
+
+def _load_checked(text: str, source: str) -> Pack:
+    """A site's pack, its regexes compiled and checked the first time this text is seen; a text that passed
+    once (recorded in the cache, keyed by the text, this module and the RE2 release) is loaded as trusted."""
+    base = cache_dir()
+    marker = None
+    if base is not None:
+        key = digest(text.encode(), Path(__file__).read_bytes(), str(getattr(re2, "__version__", "?")).encode())
+        marker = base / "checked-packs" / key
+        if marker.exists():
+            return load_pack_text(text, source, trusted=True)
+    pack = load_pack_text(text, source)
+    if marker is not None:
+        store(marker, b"")
+    return pack
 
 
 def entry_point_packs() -> Iterator[Pack]:
@@ -515,7 +532,7 @@ def entry_point_packs() -> Iterator[Pack]:
         for entry in sorted(files.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".toml"):
                 source = f"entry point {ep.name}:{entry.name}"
-                yield load_pack_text(entry.read_text(encoding="utf-8"), source)
+                yield _load_checked(entry.read_text(encoding="utf-8"), source)
 
 
 def load_patterns(extra_dirs: Sequence[str | Path] = (), *, environ: Mapping[str, str] | None = None) -> PatternSet:
