@@ -107,6 +107,11 @@ def pin_pbs_hosts(script: str, hosts: Sequence[Host]) -> str | None:
     return script[: match.start()] + match.group(1) + chunks + match.group(4) + script[match.end():]
 
 
+#: PBS ``Exit_status`` values of a job ended by a node failure (OpenPBS ``src/include/job.h``):
+#: JOB_EXEC_RERUN_SIS_FAIL (a sister MOM failed; seen on the bed) and JOB_EXEC_RERUN_MS_FAIL (the mother superior).
+PBS_NODE_FAIL_EXITS = frozenset({-14, -20})
+
+
 @dataclass(frozen=True, slots=True)
 class JobFacts:
     """How the scheduler describes one job: its state, nodes, exit code and the scheduler's own words."""
@@ -121,8 +126,10 @@ class JobFacts:
 
     @property
     def node_failed(self) -> bool:
-        """SLURM's NODE_FAIL (PBS says it only in the job's comment, which :attr:`reason` carries)."""
-        return self.state.upper().startswith("NODE_FAIL")
+        """SLURM's NODE_FAIL, or a PBS ``Exit_status`` of a node failure (:data:`PBS_NODE_FAIL_EXITS`). Real PBS
+        says it nowhere else: on the bed the comment stayed "Job run at ... on (p1:ncpus=1)+(p2:ncpus=1)+..." and
+        the job's .o/.e held no PBS line."""
+        return self.state.upper().startswith("NODE_FAIL") or self.exit_code in PBS_NODE_FAIL_EXITS
 
     @property
     def requeued(self) -> bool:
