@@ -169,6 +169,8 @@ def test_demo_refuses_a_directory_in_use(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--launcher", "mpiexec", "--launcher-cmd", "no-such-mpiexec"], "'no-such-mpiexec' not found on PATH"),
     (["--launcher", "local", "--stall", "0"], "stall_s and scheduler_poll_s must be > 0"),
+    (["--launcher", "local", "--launcher-rsh", "no-such-tmrsh"], "remote shell 'no-such-tmrsh' not found"),
+    (["--launcher", "local", "--launcher-rsh", "sh"], "launcher_rsh is for MPICH Hydra (launcher mpiexec), not local"),
 ])
 def test_launch_options_refused_before_anything_runs(tmp_path: Path, args: list[str], message: str) -> None:
     """A launcher program that is not installed, or a zero stall: one error line, exit 2, no run directory."""

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from hotspare import Host, HostError
-from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
+from hotspare.act.launchers import (
+    LauncherKind,
+    LaunchSpec,
+    build_argv,
+    hydra_rsh_args,
+    launcher_kind,
+    render_hostfile,
+    render_hydra_rsh,
+    write_hostfile,
+    write_hydra_rsh,
+)
 
 HF = Path("/run/job/active.hostfile")
 # The allocation's spellings: the launcher must see these, not the canonical names.
@@ -123,3 +134,28 @@ def test_launcher_kinds_are_values_that_still_read_as_names(tmp_path: Path) -> N
     assert launcher_kind(LauncherKind.SRUN) is LauncherKind.SRUN
     with pytest.raises(ValueError, match="choose one of mpiexec, srun, mpirun, local"):
         launcher_kind("aprun")
+
+
+def test_render_hydra_rsh_golden() -> None:
+    """The wrapper for --launcher-rsh: the host first, then the command line Hydra gave, run by a shell."""
+    assert render_hydra_rsh("/opt/pbs/bin/pbs_tmrsh") == (
+        "#!/bin/sh\n# Written by hotspare (--launcher-rsh): Hydra's rsh launcher passes a command line for a "
+        "remote shell;\n# this remote shell runs its arguments without one, so one is given here.\n"
+        'host="$1"; shift\nexec /opt/pbs/bin/pbs_tmrsh "$host" /bin/sh -c "$*"\n')
+    assert render_hydra_rsh("/my dir/tmrsh").splitlines()[-1].startswith("exec '/my dir/tmrsh' ")
+    assert hydra_rsh_args(Path("/r/hydra-rsh")) == ("-launcher", "rsh", "-launcher-exec", "/r/hydra-rsh")
+    with pytest.raises(ValueError, match="empty or padded"):
+        render_hydra_rsh(" pbs_tmrsh")
+
+
+def test_hydra_rsh_unquotes_the_proxy_path_as_a_remote_shell_would(tmp_path: Path) -> None:
+    """Hydra's rsh call (``EXEC HOST "/path/proxy" ARGS``, the path quoted for a remote shell; seen on the PBS bed)
+    through the wrapper reaches the remote shell as ``HOST /bin/sh -c LINE``: the proxy runs with its arguments."""
+    fake = tmp_path / "tmrsh"  # a remote shell that drops the host and runs the rest, as tm_spawn would
+    fake.write_text('#!/bin/sh\necho "host=$1"; shift; exec "$@"\n')
+    fake.chmod(0o755)
+    wrapper = tmp_path / "hydra-rsh"
+    write_hydra_rsh(wrapper, str(fake))
+    done = subprocess.run([str(wrapper), "p2", '"/bin/echo"', "--control-port", "p1:38583"], capture_output=True,
+                          text=True, timeout=10, check=True)
+    assert done.stdout.splitlines() == ["host=p2", "--control-port p1:38583"]

@@ -116,6 +116,9 @@ def _launch_parser(sub: Any) -> None:
     p.add_argument("--launcher", choices=("mpiexec", "srun", "mpirun", "local"), default="mpiexec")
     p.add_argument("--launcher-cmd", metavar="PROG",
                    help="the launcher's executable, when not its name (e.g. mpiexec.mpich, mpirun.openmpi)")
+    p.add_argument("--launcher-rsh", metavar="PROG",
+                   help="MPICH Hydra only: start its proxies with PROG as the remote shell (pbs_tmrsh in a PBS job "
+                   "without PALS); probes start the same way")
     p.add_argument("--ppn", type=int, default=1, help="ranks per host")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
                    help="extra option for the launcher, before the command (repeatable)")
@@ -407,10 +410,14 @@ def _supervisor(args: argparse.Namespace) -> Supervisor:
     program = args.launcher_cmd or {"local": sys.executable}.get(args.launcher, args.launcher)
     if shutil.which(program) is None:
         raise UsageError(f"launcher program {program!r} not found on PATH: install it or name it with --launcher-cmd")
+    rsh = shutil.which(args.launcher_rsh) if args.launcher_rsh else None
+    if args.launcher_rsh and rsh is None:
+        raise UsageError(f"remote shell {args.launcher_rsh!r} not found: give pbs_tmrsh's path to --launcher-rsh")
     try:
         config = RunConfig(
             command=command, allocation=tuple(h.raw for h in allocation), nhosts=nhosts, launcher=args.launcher,
             launcher_args=tuple(args.launcher_arg), launcher_cmd=args.launcher_cmd,
+            launcher_rsh=str(Path(rsh).resolve()) if rsh else None,
             ppn=args.ppn, checkpoint_dir=args.checkpoint_dir, idle_timeout_s=args.idle_timeout,
             probe_timeout_s=args.probe_timeout, stall_s=args.stall, scheduler_poll_s=args.scheduler_poll,
             spare_claims=args.spare_claims or None, shared_quarantine=_snapshot(args.quarantine),

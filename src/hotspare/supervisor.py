@@ -27,7 +27,17 @@ from hotspare.act.actor import Actor, history_from_json
 from hotspare.act.checkpoint import Checkpoint, find_latest, written_since
 from hotspare.act.claims import SpareClaims
 from hotspare.act.gateway import ProbeHow, ProcessRunner, Runner, Running
-from hotspare.act.launchers import LauncherKind, LaunchSpec, build_argv, launcher_kind, render_hostfile, write_hostfile
+from hotspare.act.launchers import (
+    HYDRA_RSH_NAME,
+    LauncherKind,
+    LaunchSpec,
+    build_argv,
+    hydra_rsh_args,
+    launcher_kind,
+    render_hostfile,
+    write_hostfile,
+    write_hydra_rsh,
+)
 from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import SchedulerQuery, check_scheduler_choice
@@ -59,6 +69,9 @@ class RunConfig:
     launcher_args: tuple[str, ...] = ()
     #: The launcher's executable when it is not the launcher's name (``mpiexec.mpich``, a PALS path).
     launcher_cmd: str | None = None
+    #: MPICH Hydra only: the remote shell its proxies start with (``pbs_tmrsh`` in a PBS job without PALS), an
+    #: absolute path; the run writes a wrapper for it (:func:`~hotspare.act.launchers.render_hydra_rsh`).
+    launcher_rsh: str | None = None
     ppn: int = 1
     checkpoint_dir: str | None = None
     idle_timeout_s: float = 600.0
@@ -93,6 +106,8 @@ class RunConfig:
             raise ValueError("stall_s and scheduler_poll_s must be > 0")
         if self.launcher_cmd is not None and (not self.launcher_cmd or self.launcher_cmd != self.launcher_cmd.strip()):
             raise ValueError(f"launcher_cmd {self.launcher_cmd!r} is empty or padded: give a command name or path")
+        if self.launcher_rsh is not None and self.launcher is not LauncherKind.MPIEXEC:
+            raise ValueError(f"launcher_rsh is for MPICH Hydra (launcher mpiexec), not {self.launcher}")
 
     def to_json(self) -> dict[str, Any]:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "budgets"}
@@ -164,6 +179,8 @@ class Supervisor:
                                        shared=self.config.shared_quarantine)
         if ledger.run_config() is None:
             ledger.start_run(self.config.to_json(), self.wall())
+        if self.config.launcher_rsh is not None:
+            write_hydra_rsh(self.run_dir / HYDRA_RSH_NAME, self.config.launcher_rsh)
         actor = self._actor(ledger, quarantine)
         observer = Observer(self.runner, self.scheduler, self._probe_how(), actor.note, sleep=self.sleep)
         pool, history = self._restore(actor, patterns)
@@ -253,7 +270,7 @@ class Supervisor:
     def _spec(self, number: int, pool: Pool, ckpt: Checkpoint | None) -> LaunchSpec:
         hostfile = self.run_dir / f"attempt-{number}.hosts"
         # The local launcher reports each simulated host's process group, so demos and tests can crash one.
-        extra = self.config.launcher_args
+        extra = self._launcher_args()
         if self.config.launcher is LauncherKind.LOCAL:
             extra = (*extra, "--pids", str(self.run_dir / f"attempt-{number}.pids"))
         write_hostfile(hostfile, render_hostfile(pool.active, self.config.launcher, self.config.ppn))
@@ -341,7 +358,12 @@ class Supervisor:
 
     def _probe_how(self) -> ProbeHow:
         return ProbeHow(self.config.launcher, self.run_dir / "probes", self.config.probe_timeout_s,
-                        self.config.launcher_cmd, self.config.launcher_args, self._base_env())
+                        self.config.launcher_cmd, self._launcher_args(), self._base_env())
+
+    def _launcher_args(self) -> tuple[str, ...]:
+        """The run's launcher options, and Hydra's rsh options when it has a remote shell (probes carry them too)."""
+        rsh = hydra_rsh_args(self.run_dir / HYDRA_RSH_NAME) if self.config.launcher_rsh is not None else ()
+        return (*self.config.launcher_args, *rsh)
 
     def _base_env(self) -> dict[str, str]:
         """The environment every launch and probe starts with.

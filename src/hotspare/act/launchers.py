@@ -20,6 +20,7 @@ Sources checked for the flag spellings:
 from __future__ import annotations
 
 import enum
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -202,3 +203,33 @@ _BUILDERS: dict[LauncherKind, Callable[[LaunchSpec], list[str]]] = {
 def build_argv(spec: LaunchSpec) -> list[str]:
     """The launcher's argv for ``spec`` (a new list; no shell is ever involved)."""
     return _BUILDERS[launcher_kind(spec.launcher)](spec)
+
+
+#: The file a run writes :func:`render_hydra_rsh` into (its run directory), for Hydra's ``-launcher-exec``.
+HYDRA_RSH_NAME = "hydra-rsh"
+
+
+def render_hydra_rsh(remote_shell: str) -> str:
+    """A ``/bin/sh`` script that makes ``remote_shell`` (PBS's ``pbs_tmrsh``) usable as MPICH Hydra's rsh.
+
+    Hydra's rsh launcher calls ``EXEC HOST "/usr/bin/hydra_pmi_proxy" --control-port ...``: one command line for
+    the remote side's shell, the proxy's path in double quotes (seen on the PBS bed). pbs_tmrsh hands its
+    arguments to ``tm_spawn`` as they are, with no shell, so the sister MOM tried to exec a path with quotes in it
+    and failed ("No such file or directory"). The script gives the command line a shell, as rsh's remote side does.
+    """
+    if not remote_shell or remote_shell != remote_shell.strip():
+        raise ValueError(f"remote shell {remote_shell!r} is empty or padded: give pbs_tmrsh's path")
+    return ("#!/bin/sh\n# Written by hotspare (--launcher-rsh): Hydra's rsh launcher passes a command line for a "
+            "remote shell;\n# this remote shell runs its arguments without one, so one is given here.\n"
+            f'host="$1"; shift\nexec {shlex.quote(remote_shell)} "$host" /bin/sh -c "$*"\n')
+
+
+def write_hydra_rsh(path: Path, remote_shell: str) -> None:
+    """Write :func:`render_hydra_rsh`'s script atomically, executable (Hydra execs it)."""
+    write_atomic(path, render_hydra_rsh(remote_shell))
+    path.chmod(0o755)
+
+
+def hydra_rsh_args(wrapper: Path) -> tuple[str, ...]:
+    """Hydra's options to start its proxies through ``wrapper`` (see :func:`render_hydra_rsh`)."""
+    return ("-launcher", "rsh", "-launcher-exec", str(wrapper))

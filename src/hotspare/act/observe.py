@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -259,17 +259,23 @@ class Observer:
             for res in failed:
                 self.note(number, "probe", res.host.name, f"output stalled: {res.detail}")
                 signals.setdefault(res.host, []).append("probe")
-        for host in pool.active:
-            if host in states and unhealthy(states[host]):
-                self.note(number, "scheduler", host.name, f"reported {states[host]} while output stalled")
-                if "scheduler" not in signals.get(host, []):
-                    signals.setdefault(host, []).append("scheduler")
+        for host in self._note_unhealthy(number, pool.active, states, "while output stalled"):
+            if "scheduler" not in signals.get(host, []):
+                signals.setdefault(host, []).append("scheduler")
         dead = tuple(h for h in pool.active if _two_signals(signals.get(h, [])))
         silent = sorted({r.host.name for results in rounds for r in results if not r.ok})
         self.note(number, "stall", None, f"output stalled: probed {len(pool.active)} active host(s) twice; "
                   + (f"no answer from {', '.join(silent)}" if silent else "all answered")
                   + (f"; two signals: {', '.join(h.name for h in dead)}" if dead else "; nobody has two signals"))
         return dead
+
+    def _note_unhealthy(self, number: int, hosts: Sequence[Host], states: Mapping[Host, str], when: str,
+                        ) -> list[Host]:
+        """Note each of ``hosts`` the scheduler reports unhealthy (kind ``scheduler``); those hosts."""
+        sick = [h for h in hosts if h in states and unhealthy(states[h])]
+        for host in sick:
+            self.note(number, "scheduler", host.name, f"reported {states[host]} {when}")
+        return sick
 
     def _two_probes(self, hosts: Sequence[Host], how: ProbeHow) -> list[list[ProbeResult]]:
         """Probe ``hosts`` twice, the second :data:`STALL_PROBE_GAP_S` after the first started (overlapping)."""
@@ -306,7 +312,14 @@ class Observer:
                                           control=decision.probe_control)
                 return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
-            return replace(obs, probes=self.probe_quick(number, pool.active, why, pool.active), probe_why=why)
+            # The scheduler is asked beside the probes: its word is recorded as evidence (on PBS a crashed MOM is
+            # "down" within a second, while Hydra only says a proxy's connection closed); the probes decide.
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-ask") as ex:
+                asked = ex.submit(self.scheduler.node_states, pool.active)
+                probes = self.probe_quick(number, pool.active, why, pool.active)
+                self._note_unhealthy(number, pool.active, asked.result(), f"after the attempt ended ({why})")
+            self.failures(number)
+            return replace(obs, probes=probes, probe_why=why)
         left = self.scheduler.walltime_left_s()
         self.failures(number)
         every = checkpoint_interval_s(checkpoint_dir)
