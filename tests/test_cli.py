@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,3 +223,15 @@ def test_postmortem_of_a_run_that_never_started_an_attempt(tmp_path: Path) -> No
     ledger.close()
     result = run_cli("postmortem", str(tmp_path / "run"))
     assert result.returncode == 0 and result.stdout.startswith("run running"), result.stdout + result.stderr
+
+
+def test_version_is_the_installed_distributions() -> None:
+    """``hotspare --version`` (and ``python -m hotspare --version``) print the package metadata's version, exit 0."""
+    from importlib.metadata import version  # noqa: PLC0415
+
+    result = run_cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"hotspare {version('hotspare')}"
+    module = subprocess.run([sys.executable, "-m", "hotspare", "--version"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert (module.returncode, module.stdout) == (0, result.stdout)

@@ -48,8 +48,27 @@ def _error(message: str) -> None:
     print(f"error: {message.splitlines()[0] if message else 'unknown error'}", file=sys.stderr)
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked (the metadata costs
+    start-up time every other command would pay)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 -- see the docstring
+
+        try:
+            print(f"hotspare {version('hotspare')}")
+        except PackageNotFoundError:
+            print("hotspare (not installed: no version recorded)")
+        parser.exit(0)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hotspare", description="Failover for multi-node HPC jobs.")
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("classify", help="classify how a job ended and name the failed host")
