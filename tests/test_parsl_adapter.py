@@ -36,7 +36,7 @@ from hotspare_parsl import (
 )
 from hotspare_parsl.block import split_block
 from hotspare_parsl.layout import read_record
-from hotspare_parsl.provider import qsub_with_output
+from hotspare_parsl.provider import merge_qstat_json, qsub_with_output, split_qstat_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -97,7 +97,9 @@ def test_scheduler_job_records() -> None:
     assert parse_scontrol_job("JobId=7 JobState=NODE_FAIL NodeList=n[1-3] ExitCode=0:9 Reason=NodeDown").node_failed
     pbs = parse_qstat_json((DATA / "pbs-qstat-xf-json-node-fail.json").read_text())
     failed, ok = pbs["4711.pbs01"], pbs["4712.pbs01"]
-    assert failed.state == "F" and failed.exit_code == -3 and "failed" in failed.reason
+    # -3 is PBS's own code (JOB_EXEC_RETRY), never the job's exit: no exit code, PBS's words in the reason.
+    assert failed.state == "F" and failed.exit_code is None and "failed" in failed.reason
+    assert "Exit_status -3" in failed.reason and not failed.node_failed
     assert failed.hosts == (Host("x3001c0s7b0n0"), Host("x3001c0s7b1n0"))
     assert ok.exit_code == 0 and ok.hosts == (Host("x3001c0s9b0n0"),)
     assert parse_qstat_json("not json") == {}
@@ -415,3 +417,25 @@ def test_an_unreadable_block_record_is_logged_and_skipped(tmp_path: Path, caplog
     with caplog.at_level("WARNING"):
         assert read_record(wf, "b0") == ()
     assert "cannot read its record" in caplog.text and "b0" in caplog.text
+
+
+@pytest.mark.parametrize(("cmd", "expected"), [
+    ("qstat -x -f -F json 9.pbshead 10.pbshead",
+     ["qstat -x -f -F json 9.pbshead", "qstat -x -f -F json 10.pbshead"]),
+    ("qstat -x -f -F json 9.pbshead", None),  # one job: asked as it is
+    ("qstat -x 9.pbshead 10.pbshead", None),  # text output lists every job
+    ("qsub script.sh", None),
+])
+def test_split_qstat_json(cmd: str, expected: list[str] | None) -> None:
+    """OpenPBS 23.06 answers ``qstat -F json A B`` with A alone (seen on the bed): one command per job."""
+    assert split_qstat_json(cmd) == expected
+
+
+def test_merge_qstat_json() -> None:
+    """Jobs of several answers in one; a job qstat forgot is left out; no answer at all: the first failure."""
+    one = (0, json.dumps({"Jobs": {"9.s": {"job_state": "F"}}}), "")
+    two = (0, json.dumps({"Jobs": {"10.s": {"job_state": "R"}}}), "")
+    gone = (153, "", "qstat: Unknown Job Id 11.s")
+    rc, out, _ = merge_qstat_json([one, gone, two])
+    assert rc == 0 and json.loads(out) == {"Jobs": {"9.s": {"job_state": "F"}, "10.s": {"job_state": "R"}}}
+    assert merge_qstat_json([gone, (2, "", "down")]) == gone

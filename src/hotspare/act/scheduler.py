@@ -118,11 +118,15 @@ class JobFacts:
     reason: str = ""
     #: How many times the scheduler started the job again (SLURM ``Restarts=``; 0 when not said).
     restarts: int = 0
+    #: The scheduler ended the job because one of its nodes failed, in words other than a NODE_FAIL state (PBS:
+    #: a negative ``Exit_status`` of :data:`PBS_NODE_FAIL_EXITS`).
+    node_fail: bool = False
 
     @property
     def node_failed(self) -> bool:
-        """SLURM's NODE_FAIL (PBS says it only in the job's comment, which :attr:`reason` carries)."""
-        return self.state.upper().startswith("NODE_FAIL")
+        """SLURM's NODE_FAIL, or PBS's Exit_status for a job ended by a node's failure (:data:`PBS_NODE_FAIL_EXITS`;
+        real PBS leaves the job's comment as it was: "Job run at ... on (p3:ncpus=2)")."""
+        return self.node_fail or self.state.upper().startswith("NODE_FAIL")
 
     @property
     def requeued(self) -> bool:
@@ -170,6 +174,24 @@ def parse_pbs_exec_host(text: str) -> tuple[Host, ...]:
     return _hosts([n for n in names if n])
 
 
+#: PBS's own negative ``Exit_status`` values that say a node of the job failed (OpenPBS's JOB_EXEC_* codes; seen on the
+#: bed): the job never ended by itself. Any other negative value is PBS's too, never the job's: no exit code.
+PBS_NODE_FAIL_EXITS = {
+    -20: "PBS ended the job: its primary execution host went down (Exit_status -20)",
+    -14: "PBS ended the job: a sister node failed (Exit_status -14)",
+}
+
+
+def _pbs_exit(status: object) -> tuple[int | None, str]:
+    """A qstat ``Exit_status`` as (exit code, PBS's own words): a negative value is PBS's code, not the job's."""
+    if not isinstance(status, int | str) or not str(status).lstrip("-").isdigit():
+        return None, ""
+    code = int(status)
+    if code >= 0:
+        return code, ""
+    return None, PBS_NODE_FAIL_EXITS.get(code, f"PBS could not run the job to its end (Exit_status {code})")
+
+
 def parse_qstat_json(text: str) -> dict[str, JobFacts]:
     """``qstat -x -f -F json [IDS]`` (PBS Pro): each job's state, exec hosts, Exit_status and comment.
 
@@ -185,10 +207,11 @@ def parse_qstat_json(text: str) -> dict[str, JobFacts]:
         if not isinstance(job, dict):
             continue
         hosts = parse_pbs_exec_host(str(job.get("exec_vnode") or job.get("exec_host") or ""))
-        status = job.get("Exit_status")
-        facts[job_id] = JobFacts(job_id, str(job.get("job_state", "")), hosts,
-                                 int(status) if isinstance(status, int | str) and str(status).lstrip("-").isdigit()
-                                 else None, str(job.get("comment", "")))
+        code, pbs_said = _pbs_exit(job.get("Exit_status"))
+        reason = "; ".join(r for r in (str(job.get("comment", "")), pbs_said) if r)
+        facts[job_id] = JobFacts(job_id, str(job.get("job_state", "")), hosts, code, reason,
+                                 node_fail=isinstance(job.get("Exit_status"), int)
+                                 and job["Exit_status"] in PBS_NODE_FAIL_EXITS)
     return facts
 
 

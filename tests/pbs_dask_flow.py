@@ -1,0 +1,109 @@
+"""A FailoverPBSCluster workflow run INSIDE the PBS bed's network namespace (``Bed.argv``), driven by
+tests/test_dask_pbs.py: real qsub, the scheduler on the server host's address, workers on the bed's MOMs.
+
+``python pbs_dask_flow.py WORK ADDRESS NODES``: scales to 3 one-node jobs, writes ``WORK/victim.json`` (the
+first job's node) once 20 tasks of a stream are done, waits for ``WORK/crashed`` (the test crashes the node
+with ``Bed.crash``), then waits for the node's quarantine and the job's replacement and writes what it saw to
+``WORK/result.json``. Every wait is bounded; the cluster is closed (its jobs qdel'ed) whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import dask.config
+from distributed import Client
+
+from hotspare import Host
+from hotspare_dask import FailoverPBSCluster
+from hotspare_dask.preload import HOSTNAME_KEY
+
+TASKS = 150
+TASK_S = 0.25
+
+
+def square(x: int) -> int:  # defined in __main__: distributed sends it by value
+    time.sleep(TASK_S)
+    return x * x
+
+
+def wait_for(what: str, predicate: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"not within {timeout_s} s: {what}")
+
+
+def worker_hosts(cluster: FailoverPBSCluster) -> dict[str, str]:
+    return {w["name"]: w.get(HOSTNAME_KEY, "") for w in cluster.scheduler_info["workers"].values()}
+
+
+def qstat(job_id: str) -> dict[str, Any]:
+    done = subprocess.run(["qstat", "-x", "-f", "-F", "json", job_id], capture_output=True, text=True, timeout=30,
+                          check=False)
+    return dict(json.loads(done.stdout)["Jobs"][job_id]) if done.returncode == 0 else {}
+
+
+def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    before = worker_hosts(cluster)
+    futures = client.map(square, range(TASKS))
+    wait_for("20 tasks done", lambda: sum(f.done() for f in futures) >= 20, 60)
+    victim_job = sorted(cluster.workers)[0]
+    victim = next(h for name, h in before.items() if name.startswith(victim_job))
+    old_id = str(cluster.workers[victim_job].job_id)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    wait_for("the crashed node quarantined", lambda: Host(victim) in cluster.quarantine.hosts(), 90)
+    quarantined = time.monotonic()
+    wait_for("the replacement job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
+             60)
+    resubmitted = time.monotonic()
+    new_id = str(cluster.workers[victim_job].job_id)
+    results = [f.result(timeout=120) for f in futures]
+    client.wait_for_workers(3, timeout=90)
+    back = time.monotonic()
+    entry = cluster.quarantine.entries()
+    rows = {r.job_id: r for r in cluster.record.jobs()}
+    return {"before": before, "victim": victim, "old_id": old_id, "new_id": new_id,
+            "results_ok": results == [x * x for x in range(TASKS)], "after": worker_hosts(cluster),
+            "quarantine": [[e.host.name, e.reason.value, e.detail] for e in entry],
+            "old_row_hosts": list(rows[old_id].hosts), "new_row_excluded": list(rows[new_id].excluded),
+            "new_job": qstat(new_id), "old_job": qstat(old_id),
+            "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled],
+            "quarantine_s": quarantined - crashed, "resubmit_s": resubmitted - crashed, "back_s": back - crashed}
+
+
+def main(work: Path, address: str, nodes: list[str]) -> int:
+    # dask's lost-worker timeout short: a crashed node's workers never come back; PBS says "down" within 1 s.
+    dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
+    cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes,
+                                 run_dir=work / "wf", log_directory=str(work / "logs"),
+                                 # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
+                                 # login shell would otherwise start without them.
+                                 job_extra_directives=["-V"],
+                                 scheduler_options={"host": address, "dashboard_address": f"{address}:0"})
+    client = None
+    try:
+        cluster.scale(jobs=3)
+        client = Client(cluster, timeout=60)
+        client.wait_for_workers(3, timeout=90)
+        result = crash_under_load(cluster, client, work)
+        (work / "result.json").write_text(json.dumps(result, default=str))
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")))

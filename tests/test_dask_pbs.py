@@ -1,0 +1,33 @@
+"""FailoverPBSCluster on the real OpenPBS bed: real dask-jobqueue PBSCluster jobs (real qsub), real dask workers
+on the bed's MOMs, a MOM crashed under a stream of tasks; the lost job is judged from real ``qstat -x -f -F json``
+and ``pbsnodes``, its node quarantined, and the job comes back pinned (``select=1:host=H``) to the free node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pbs_flow import run_flow
+from testbed.pbs import Bed
+
+FLOW = Path(__file__).with_name("pbs_dask_flow.py")
+
+
+def test_a_crashed_moms_job_comes_back_pinned_to_the_free_node(pbs_bed: Bed, tmp_path: Path) -> None:
+    """3 one-node jobs (select=1:ncpus=2: a whole node each) run a stream; one job's MOM is crashed. pbsnodes
+    reports the node down, the job is judged a node fault and its node quarantined with the evidence; the job is
+    resubmitted pinned to the one free node (``select=1:host=H`` in its real Resource_List) and runs there;
+    every task completes; the crashed node's task deaths are not counted against the tasks."""
+    result, took_s = run_flow(pbs_bed, FLOW, tmp_path, ",".join(pbs_bed.nodes))
+    victim, before = result["victim"], result["before"]
+    (spare,) = set(pbs_bed.nodes) - set(before.values())
+    assert result["results_ok"]
+    assert [q[:2] for q in result["quarantine"]] == [[victim, "scheduler"]]
+    assert f"batch job {result['old_id']}" in result["quarantine"][0][2]
+    assert result["new_job"]["Resource_List"]["select"].startswith(f"1:host={spare}:")
+    assert result["new_job"]["exec_host"].split("/")[0] == spare
+    assert victim not in result["after"].values()
+    assert result["old_row_hosts"] == [victim]
+    assert any(keys for name, keys, _ in result["spared"] if name.startswith(result["old_id"]) or keys)
+    assert not any(counted for *_, counted in result["spared"])
+    print(f"quarantined {result['quarantine_s']:.1f} s, resubmitted {result['resubmit_s']:.1f} s, workers back "
+          f"{result['back_s']:.1f} s after the crash; the workflow took {took_s:.1f} s")
