@@ -73,7 +73,7 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
     back = time.monotonic()
     entry = cluster.quarantine.entries()
     rows = {r.job_id: r for r in cluster.record.jobs()}
-    return {"before": before, "victim": victim, "old_id": old_id, "new_id": new_id,
+    return {"before": before, "victim": victim, "victim_job": victim_job, "old_id": old_id, "new_id": new_id,
             "results_ok": results == [x * x for x in range(TASKS)], "after": worker_hosts(cluster),
             "quarantine": [[e.host.name, e.reason.value, e.detail] for e in entry],
             "old_row_hosts": list(rows[old_id].hosts), "new_row_excluded": list(rows[new_id].excluded),
