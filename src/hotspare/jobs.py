@@ -92,7 +92,8 @@ def judge_job(end: JobEnd, patterns: PatternSet, *, state: str = "") -> JobJudge
         down = tuple(h for h in end.hosts if unhealthy(end.node_states.get(h, "")))
         if down:
             verdict = blame(verdict, down, QuarantineReason.SCHEDULER,
-                            "reported down by the scheduler, which ended the job NODE_FAIL")
+                            "reported down by the scheduler, which ended the job for a node failure (SLURM NODE_FAIL, "
+                            "PBS Exit_status -20/-14)")
     if end.unread:
         verdict = replace(verdict, reason=f"{verdict.reason} (could not read: {'; '.join(end.unread)})")
     return JobJudgement(end.job_id, verdict, keep_out(verdict), render_evidence(result.evidence), said, rc)
