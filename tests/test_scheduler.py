@@ -165,15 +165,15 @@ PBS_BED = Path(__file__).parent / "data" / "pbs-bed"
     ("qstat-xf-finished-exit3.json", "1.pbshead", ("F", 3, False, None)),
     # A non-rerunnable job whose mother superior's node was crashed: ended after node_fail_requeue, Exit_status -20,
     # its comment unchanged ("Job run at ... on (p1:ncpus=2)+(p2:ncpus=2)").
-    ("qstat-xf-mom-crashed-norerun.json", "9.pbshead", ("F", None, True, ("p1", "p2"))),
+    ("qstat-xf-mom-crashed-norerun.json", "9.pbshead", ("F", -20, True, ("p1", "p2"))),
 ])
 def test_parse_qstat_json_on_real_openpbs(capture: str, job: str, expected: tuple[object, ...]) -> None:
-    """Real OpenPBS 23.06 ``qstat -x -f -F json`` from the bed: a negative Exit_status is PBS's own code (-20: the
-    job's primary execution host went down), read as a node failure and never as the job's exit code."""
+    """Real OpenPBS 23.06 ``qstat -x -f -F json`` from the bed: Exit_status -20 (JOB_EXEC_RERUN_MS_FAIL: the job's
+    mother superior went down) is read as a node failure; the comment does not say so."""
     state, exit_code, node_failed, hosts = expected
     facts = parse_qstat_json((PBS_BED / capture).read_text())[job]
     assert (facts.state, facts.exit_code, facts.node_failed) == (state, exit_code, node_failed)
     if hosts is not None:
         assert facts.hosts == tuple(Host(h) for h in hosts)  # type: ignore[attr-defined]
     if node_failed:
-        assert "primary execution host went down" in facts.reason
+        assert facts.reason.startswith("Job run at") and "down" not in facts.reason

@@ -107,6 +107,11 @@ def pin_pbs_hosts(script: str, hosts: Sequence[Host]) -> str | None:
     return script[: match.start()] + match.group(1) + chunks + match.group(4) + script[match.end():]
 
 
+#: PBS ``Exit_status`` values of a job ended by a node failure (OpenPBS ``src/include/job.h``):
+#: JOB_EXEC_RERUN_SIS_FAIL (a sister MOM failed; seen on the bed) and JOB_EXEC_RERUN_MS_FAIL (the mother superior).
+PBS_NODE_FAIL_EXITS = frozenset({-14, -20})
+
+
 @dataclass(frozen=True, slots=True)
 class JobFacts:
     """How the scheduler describes one job: its state, nodes, exit code and the scheduler's own words."""
@@ -118,15 +123,13 @@ class JobFacts:
     reason: str = ""
     #: How many times the scheduler started the job again (SLURM ``Restarts=``; 0 when not said).
     restarts: int = 0
-    #: The scheduler ended the job because one of its nodes failed, in words other than a NODE_FAIL state (PBS:
-    #: a negative ``Exit_status`` of :data:`PBS_NODE_FAIL_EXITS`).
-    node_fail: bool = False
 
     @property
     def node_failed(self) -> bool:
-        """SLURM's NODE_FAIL, or PBS's Exit_status for a job ended by a node's failure (:data:`PBS_NODE_FAIL_EXITS`;
-        real PBS leaves the job's comment as it was: "Job run at ... on (p3:ncpus=2)")."""
-        return self.node_fail or self.state.upper().startswith("NODE_FAIL")
+        """SLURM's NODE_FAIL, or a PBS ``Exit_status`` of a node failure (:data:`PBS_NODE_FAIL_EXITS`). Real PBS
+        says it nowhere else: on the bed the comment stayed "Job run at ... on (p1:ncpus=1)+(p2:ncpus=1)+..." and
+        the job's .o/.e held no PBS line."""
+        return self.state.upper().startswith("NODE_FAIL") or self.exit_code in PBS_NODE_FAIL_EXITS
 
     @property
     def requeued(self) -> bool:
@@ -137,8 +140,9 @@ class JobFacts:
                 and "preempt" not in self.reason.lower())
 
 
-#: SLURM states of a job put back in the queue (before it runs again).
-_REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING"})
+#: SLURM states of a job put back in the queue (before it runs again), and PBS's queued/held/waiting (with a run
+#: count: PBS requeues a rerunnable job whose sister MOM died, Exit_status -14, and it waits as ``Q``).
+_REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "Q", "H", "W"})
 
 
 def _hosts(names: Sequence[str]) -> tuple[Host, ...]:
@@ -174,24 +178,6 @@ def parse_pbs_exec_host(text: str) -> tuple[Host, ...]:
     return _hosts([n for n in names if n])
 
 
-#: PBS's own negative ``Exit_status`` values that say a node of the job failed (OpenPBS's JOB_EXEC_* codes; seen on the
-#: bed): the job never ended by itself. Any other negative value is PBS's too, never the job's: no exit code.
-PBS_NODE_FAIL_EXITS = {
-    -20: "PBS ended the job: its primary execution host went down (Exit_status -20)",
-    -14: "PBS ended the job: a sister node failed (Exit_status -14)",
-}
-
-
-def _pbs_exit(status: object) -> tuple[int | None, str]:
-    """A qstat ``Exit_status`` as (exit code, PBS's own words): a negative value is PBS's code, not the job's."""
-    if not isinstance(status, int | str) or not str(status).lstrip("-").isdigit():
-        return None, ""
-    code = int(status)
-    if code >= 0:
-        return code, ""
-    return None, PBS_NODE_FAIL_EXITS.get(code, f"PBS could not run the job to its end (Exit_status {code})")
-
-
 def parse_qstat_json(text: str) -> dict[str, JobFacts]:
     """``qstat -x -f -F json [IDS]`` (PBS Pro): each job's state, exec hosts, Exit_status and comment.
 
@@ -207,12 +193,36 @@ def parse_qstat_json(text: str) -> dict[str, JobFacts]:
         if not isinstance(job, dict):
             continue
         hosts = parse_pbs_exec_host(str(job.get("exec_vnode") or job.get("exec_host") or ""))
-        code, pbs_said = _pbs_exit(job.get("Exit_status"))
-        reason = "; ".join(r for r in (str(job.get("comment", "")), pbs_said) if r)
-        facts[job_id] = JobFacts(job_id, str(job.get("job_state", "")), hosts, code, reason,
-                                 node_fail=isinstance(job.get("Exit_status"), int)
-                                 and job["Exit_status"] in PBS_NODE_FAIL_EXITS)
+        state = str(job.get("job_state", ""))
+        facts[job_id] = JobFacts(job_id, state, hosts, _int(job.get("Exit_status")), str(job.get("comment", "")),
+                                 _pbs_restarts(state, _int(job.get("run_count")) or 0))
     return facts
+
+
+def _int(value: object) -> int | None:
+    """A JSON number or numeric string as an int (PBS writes Exit_status -14 as a number), else None."""
+    return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() else None
+
+
+def _pbs_restarts(state: str, run_count: int) -> int:
+    """Restarts from PBS's ``run_count`` (how many times the job was started): a job back in the queue (``Q``)
+    after a run was put back ``run_count`` times (the bed: a sister MOM killed, ``Exit_status -14``, ``Q``,
+    ``run_count 1``); a running or ended one was started again ``run_count - 1`` times."""
+    return run_count if state in {"Q", "H", "W"} else max(0, run_count - 1)
+
+
+def find_pbs_job(facts: Mapping[str, JobFacts], job_id: str) -> JobFacts | None:
+    """Job ``job_id`` in :func:`parse_qstat_json`'s answer, by its sequence number and server's short name: PBS
+    keys it ``SEQ.SERVER`` with the server as the server names itself (``0.pbshead`` on the bed, a full domain at
+    some sites), while a job id given as ``0``, or ``0.pbs01.example.com`` asked of ``0.pbs01``, is the same job."""
+    if job_id in facts:
+        return facts[job_id]
+    seq, _, server = job_id.partition(".")
+    for key, job in facts.items():
+        key_seq, _, key_server = key.partition(".")
+        if key_seq == seq and (not server or not key_server or server.split(".")[0] == key_server.split(".")[0]):
+            return job
+    return None
 
 
 def _put(states: dict[Host, str], name: str, state: str) -> None:
@@ -350,7 +360,7 @@ class SchedulerQuery:
             return None if out is None else parse_scontrol_job(out)
         if self.kind is SchedulerKind.PBS:
             out = self._ask(["qstat", "-x", "-f", "-F", "json", job_id])
-            return None if out is None else parse_qstat_json(out).get(job_id)
+            return None if out is None else find_pbs_job(parse_qstat_json(out), job_id)
         return None
 
     def walltime_left_s(self) -> float | None:
