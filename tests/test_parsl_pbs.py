@@ -25,6 +25,8 @@ def test_a_crashed_blocks_task_finishes_on_a_new_block_off_the_node(pbs_bed: Bed
     assert len(blocks) == 2, blocks
     (_, first), (second_id, second) = blocks
     assert victim in first["hosts"] and victim not in second["hosts"]
+    # The block itself judged from PBS's record (Exit_status -20, -r n) and pbsnodes: a node loss, the victim named.
+    assert first["verdict"].startswith(f"node_loss: {victim} reported down"), first["verdict"]
     assert second["excluded"] == [victim]
     assert victim not in result["jobs"][second_id]["exec_host"]
     assert result["fail_count"] == 1
