@@ -82,10 +82,32 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
             "quarantine_s": quarantined - crashed, "resubmit_s": resubmitted - crashed, "back_s": back - crashed}
 
 
-def main(work: Path, address: str, nodes: list[str]) -> int:
+def sister_dies(cluster: FailoverPBSCluster, client: Client, work: Path, hold_s: float) -> dict[str, Any]:
+    """One job_nodes=3 job: its first sister node is crashed; the job and its worker are watched for ``hold_s``."""
+    (job,) = cluster.workers.values()
+    job_id = str(job.job_id)
+    record = wait_for("the job's record", lambda: qstat(job_id).get("exec_host"), 30)
+    hosts = [part.split("/")[0] for part in str(record).split("+")]
+    lead = next(iter(worker_hosts(cluster).values()))
+    victim = next(h for h in hosts if h != lead)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": job_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    seen: list[tuple[float, str, int]] = []
+    while time.monotonic() - crashed < hold_s:
+        seen.append((time.monotonic() - crashed, str(qstat(job_id).get("job_state")), len(worker_hosts(cluster))))
+        time.sleep(2)
+    answer = client.submit(square, 7, pure=False).result(timeout=30)
+    return {"job": job_id, "hosts": hosts, "lead": lead, "victim": victim, "seen": seen, "answer": answer,
+            "record": qstat(job_id), "quarantine": [e.host.name for e in cluster.quarantine.entries()],
+            "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
+
+
+def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int:
     # dask's lost-worker timeout short: a crashed node's workers never come back; PBS says "down" within 1 s.
     dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
-    cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes,
+    multi = {"job_nodes": 3} if mode.startswith("sister") else {}
+    cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
                                  run_dir=work / "wf", log_directory=str(work / "logs"),
                                  # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
                                  # login shell would otherwise start without them.
@@ -93,10 +115,13 @@ def main(work: Path, address: str, nodes: list[str]) -> int:
                                  scheduler_options={"host": address, "dashboard_address": f"{address}:0"})
     client = None
     try:
-        cluster.scale(jobs=3)
+        cluster.scale(jobs=1 if multi else 3)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers(3, timeout=90)
-        result = crash_under_load(cluster, client, work)
+        client.wait_for_workers(1 if multi else 3, timeout=90)
+        if multi:
+            result = sister_dies(cluster, client, work, float(mode.partition(":")[2] or 50))
+        else:
+            result = crash_under_load(cluster, client, work)
         (work / "result.json").write_text(json.dumps(result, default=str))
         return 0
     finally:
@@ -106,4 +131,4 @@ def main(work: Path, address: str, nodes: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), *sys.argv[4:5]))
