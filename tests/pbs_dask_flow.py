@@ -103,10 +103,62 @@ def sister_dies(cluster: FailoverPBSCluster, client: Client, work: Path, hold_s:
             "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
 
 
+MPI_STEPS = 30
+
+
+def make_train(ckpt: str, rsh: str) -> Any:
+    def train() -> int:  # sent by value; run_mpi is imported on the worker
+        from hotspare_dask import run_mpi  # noqa: PLC0415
+
+        # Hydra starts its proxies through pbs_tmrsh (PBS's TM API: no ssh), by a wrapper giving its command a shell.
+        hydra = ["--launcher-cmd", "mpiexec.hydra", "--launcher-arg=-launcher", "--launcher-arg=rsh",
+                 "--launcher-arg=-launcher-exec", f"--launcher-arg={rsh}"]
+        return run_mpi([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(MPI_STEPS), "--ckpt-every", "3",
+                        "--ckpt-dir", ckpt, "--step-s", "0.1", "--sync"], nhosts=2, launcher="mpiexec",
+                       checkpoint_dir=ckpt, options=[*hydra, "--backoff", "0.2", "--probe-timeout", "3"])
+
+    return train
+
+
+def mpi_spare(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    """One job_nodes=3 job; its task runs the trainer on 2 nodes under the supervisor, the third a spare; the
+    non-lead active node is crashed mid-run."""
+    (job,) = cluster.workers.values()
+    job_id = str(job.job_id)
+    rsh = work / "tmrsh"
+    prefix = Path(subprocess.run(["which", "qsub"], capture_output=True, text=True, check=True).stdout).parent
+    rsh.write_text(f'#!/bin/sh\nh=$1; shift\nexec {prefix}/pbs_tmrsh "$h" /bin/sh -c "$*"\n')
+    rsh.chmod(0o755)
+    future = client.submit(make_train(str(work / "ckpt"), str(rsh)), pure=False)
+    log = wait_for("the task's first attempt", lambda: next((work / "wf").glob("tasks/*/attempt-1.log"), None), 60)
+    wait_for("the trainer to progress", lambda: b"step=6 " in log.read_bytes(), 60)
+    hosts = [part.split("/")[0] for part in str(qstat(job_id).get("exec_host")).split("+")]
+    lead = next(iter(worker_hosts(cluster).values()))
+    victim = next(h for h in hosts[:2] if h != lead)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": job_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    rc = future.result(timeout=120)
+    done = time.monotonic()
+    from hotspare import Ledger  # noqa: PLC0415
+
+    ledger = Ledger.open(log.parent)
+    try:
+        attempts = [{"hosts": list(a.hosts), "log": a.log_path} for a in ledger.attempts()]
+    finally:
+        ledger.close()
+    last_log = Path(attempts[-1]["log"]).read_text() if attempts else ""
+    return {"job": job_id, "hosts": hosts, "lead": lead, "victim": victim, "rc": rc, "attempts": attempts,
+            "last_log": last_log[-2000:], "done_s": done - crashed, "record": qstat(job_id),
+            "folded": [e.host.name for e in cluster.fold_task_findings()],
+            "quarantine": [e.host.name for e in cluster.quarantine.entries()],
+            "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
+
+
 def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int:
     # dask's lost-worker timeout short: a crashed node's workers never come back; PBS says "down" within 1 s.
     dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
-    multi = {"job_nodes": 3} if mode.startswith("sister") else {}
+    multi = {"job_nodes": 3} if mode.startswith(("sister", "mpi")) else {}
     cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
                                  run_dir=work / "wf", log_directory=str(work / "logs"),
                                  # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
@@ -118,7 +170,9 @@ def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int
         cluster.scale(jobs=1 if multi else 3)
         client = Client(cluster, timeout=60)
         client.wait_for_workers(1 if multi else 3, timeout=90)
-        if multi:
+        if mode == "mpi":
+            result = mpi_spare(cluster, client, work)
+        elif multi:
             result = sister_dies(cluster, client, work, float(mode.partition(":")[2] or 50))
         else:
             result = crash_under_load(cluster, client, work)

@@ -1,12 +1,15 @@
 """FailoverPBSCluster on the real OpenPBS bed: real dask-jobqueue PBSCluster jobs (real qsub), real dask workers
 on the bed's MOMs, a MOM crashed under a stream of tasks; the lost job is judged from real ``qstat -x -f -F json``
 and ``pbsnodes``, its node quarantined, and the job comes back pinned (``select=1:host=H``) to the free node; and a
-multi-node job (``tolerate_node_failures=all``) outlives a sister node's crash."""
+multi-node job (``tolerate_node_failures=all``) outlives a sister node's crash, its task's MPI run swapping in the
+job's spare node."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hotspare.sim.trainer import fault_free_checksum
+from pbs_dask_flow import MPI_STEPS
 from pbs_flow import run_flow
 from testbed.pbs import Bed
 
@@ -54,3 +57,18 @@ def test_a_multi_node_job_outlives_its_sister_nodes_crash(pbs_bed: Bed, tmp_path
     assert record["job_state"] == "R" and result["answer"] == 49
     assert result["job_ids"] == [result["job"]] and result["quarantine"] == []
     print(f"the job lived {result['seen'][-1][0]:.0f} s past its sister's crash; the workflow took {took_s:.1f} s")
+
+
+def test_a_tasks_mpi_job_swaps_in_its_jobs_spare_node(pbs_bed: Bed, tmp_path: Path) -> None:
+    """One job_nodes=3 job; its task runs the trainer under run_mpi on 2 of the job's nodes (MPICH Hydra, its
+    proxies started through pbs_tmrsh), the third a spare. The non-lead active node is crashed mid-run: the
+    supervisor swaps in the spare, the task returns 0 with the fault-free checksum in the same batch job, and
+    the crashed node is in the workflow's quarantine once the task's findings are folded."""
+    result, took_s = run_flow(pbs_bed, FLOW, tmp_path, ",".join(pbs_bed.nodes), "mpi")
+    victim, attempts = result["victim"], result["attempts"]
+    assert result["rc"] == 0 and len(attempts) >= 2
+    assert victim in attempts[0]["hosts"] and victim not in attempts[-1]["hosts"]
+    assert f"checksum={fault_free_checksum(MPI_STEPS)}" in result["last_log"].split()
+    assert result["job_ids"] == [result["job"]] and result["record"]["job_state"] == "R"
+    assert result["quarantine"] == [victim]
+    print(f"the task returned {result['done_s']:.1f} s after the crash; the workflow took {took_s:.1f} s")
