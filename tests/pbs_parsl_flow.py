@@ -2,7 +2,7 @@
 a real HighThroughputExecutor (interchange on the server host's address) over
 ``FailoverProvider(PBSProProvider(...))``, one 2-node block (one node active, one spare), real qsub.
 
-``python pbs_parsl_flow.py WORK ADDRESS``: runs one task that writes ``WORK/started-<host>`` and sleeps; the
+``python pbs_parsl_flow.py WORK ADDRESS HOSTS``: runs one task that writes ``WORK/started-<host>`` and sleeps; the
 first try's host is written to ``WORK/victim.json``; the script waits for ``WORK/crashed`` (the test crashes
 that node with ``Bed.crash``), then for the task's result, and writes what it saw to ``WORK/result.json``.
 Every wait is bounded; the DFK is cleaned up (its blocks cancelled, the interchange stopped) whatever happens.
@@ -67,7 +67,7 @@ def qstat_all() -> dict[str, Any]:
     return dict(json.loads(done.stdout).get("Jobs", {})) if done.returncode == 0 else {}
 
 
-def config(work: Path, address: str) -> tuple[Config, FailoverProvider]:
+def config(work: Path, address: str, hosts: list[str]) -> tuple[Config, FailoverProvider]:
     venv_bin = Path(sys.executable).parent
     inner = PolledPBSProProvider(
         nodes_per_block=1, cpus_per_node=2, init_blocks=1, min_blocks=0, max_blocks=1, walltime="00:10:00",
@@ -75,7 +75,7 @@ def config(work: Path, address: str) -> tuple[Config, FailoverProvider]:
         # -V: the block gets this environment (PYTHONPATH, PBS_CONF_FILE); PATH for process_worker_pool.py.
         scheduler_options="#PBS -V", worker_init=f"export PATH={venv_bin}:$PATH")
     inner.script_dir = str(work / "scripts")
-    provider = FailoverProvider(inner, spares_per_block=1, run_dir=work / "wf")
+    provider = FailoverProvider(inner, spares_per_block=1, run_dir=work / "wf", hosts=hosts)
     executor = HighThroughputExecutor(label="htex", address=address, loopback_address="127.0.0.1", provider=provider,
                                       max_workers_per_node=1, block_error_handler=block_error_handler,
                                       heartbeat_period=HEARTBEAT_S, heartbeat_threshold=3 * HEARTBEAT_S,
@@ -84,11 +84,11 @@ def config(work: Path, address: str) -> tuple[Config, FailoverProvider]:
                   strategy="simple", strategy_period=1, max_idletime=5.0), provider
 
 
-def main(work: Path, address: str) -> int:
+def main(work: Path, address: str, hosts: list[str]) -> int:
     (work / "scripts").mkdir(parents=True, exist_ok=True)
     markers = work / "markers"
     markers.mkdir()
-    cfg, provider = config(work, address)
+    cfg, provider = config(work, address, hosts)
     dfk = parsl.load(cfg)
     try:
         future = work_app(markers)
@@ -122,4 +122,4 @@ def work_app(markers: Path) -> Any:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), sys.argv[2]))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")))

@@ -16,8 +16,9 @@ def test_a_crashed_blocks_task_finishes_on_a_new_block_off_the_node(pbs_bed: Bed
     """One 2-node block (select=2:ncpus=2: one node active, one spare); its lead node, where the task runs, is
     crashed. The manager is lost, the task is retried at no cost; PBS ends the block (``-r n``: not requeued)
     and the provider judges it a node fault from qstat and pbsnodes, quarantines the node, reports the block
-    FAILED; the next block runs without that node and the task finishes there."""
-    result, took_s = run_flow(pbs_bed, FLOW, tmp_path)
+    FAILED; the next block is pinned (select=1:host=A:...+1:host=B:...) to hosts given as ``hosts=`` other than
+that node, and the task finishes there."""
+    result, took_s = run_flow(pbs_bed, FLOW, tmp_path, ",".join(pbs_bed.nodes))
     victim = result["victim"]
     assert result["host"] != victim
     assert [q[:2] for q in result["quarantine"]] == [[victim, "scheduler"]]
@@ -29,6 +30,10 @@ def test_a_crashed_blocks_task_finishes_on_a_new_block_off_the_node(pbs_bed: Bed
     assert first["verdict"].startswith(f"node_loss: {victim} reported down"), first["verdict"]
     assert second["excluded"] == [victim]
     assert victim not in result["jobs"][second_id]["exec_host"]
+    # Pinned away from it, among the hosts given (hosts=p1..p4) that no live block holds, not merely placed by PBS
+    # off a node that is down.
+    pinned = result["jobs"][second_id]["Resource_List"]["select"]
+    assert pinned.startswith("1:host=") and pinned.count("host=") == 2 and f"host={victim}:" not in pinned, pinned
     assert result["fail_count"] == 1
     print(f"quarantined {result['quarantine_s']:.1f} s, task done {result['done_s']:.1f} s after the crash; the "
           f"workflow took {took_s:.1f} s")

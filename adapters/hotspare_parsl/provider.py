@@ -12,7 +12,8 @@ What it adds to the wrapped provider (``inner``):
 * **placement away from quarantined hosts**: SLURM ``#SBATCH --exclude=`` (added to the wrapped
   provider's ``scheduler_options`` for that one submit, then restored); PBS Pro cannot exclude, so
   the ``select`` line of the instance's ``template_string`` is rewritten to pin ``host=`` chunks
-  chosen among hosts known good (:func:`pin_pbs_select`);
+  chosen among hosts known good (:func:`pin_pbs_select`): those given as ``hosts=`` and those earlier
+  blocks ran on, none quarantined or held by a live block; with too few, the block is left to PBS;
 * **judging blocks that end**: the scheduler's own record (SLURM ``scontrol show job``: NODE_FAIL;
   PBS ``qstat -x -f -F json``: Exit_status and comment, because PBSProProvider calls every finished
   job COMPLETED), the block's stdout/stderr, and the core classifier. A block lost to a node fault
@@ -209,6 +210,7 @@ class FailoverProvider(ExecutionProvider):
         query: SchedulerQuery | None = None,
         python: str | None = None,
         simulated_hosts: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> None:
         if spares_per_block < 0:
             raise ValueError(f"spares_per_block={spares_per_block}: give 0 or more")
@@ -240,6 +242,13 @@ class FailoverProvider(ExecutionProvider):
         self.simulated_hosts = tuple(Host(h) for h in simulated_hosts)
         if self.simulated_hosts and self._kind is not None:
             raise ValueError("simulated_hosts is for LocalProvider: a batch scheduler names the real hosts")
+        if isinstance(hosts, str):
+            raise ValueError(f"hosts={hosts!r}: give a list of host names, e.g. hosts=[{hosts!r}]")
+        if hosts and self._kind != "pbs":
+            raise ValueError("hosts= is for PBS (the hosts a block may be pinned to); SLURM excludes quarantined "
+                             "hosts itself")
+        #: PBS: hosts the user says the workflow may use, candidates for pinning beside those blocks ran on.
+        self.pin_candidates = tuple(Host(h) for h in hosts)
         self._cancelled: set[str] = set()
         self._warned = False
 
@@ -380,18 +389,19 @@ class FailoverProvider(ExecutionProvider):
         return free[0]
 
     def _known_good(self, count: int) -> list[str]:
-        """Hosts earlier blocks ran on that are neither quarantined nor held by a live block (PBS host pinning),
-        newest first. A block pinned to a live block's hosts would queue behind it (seen on the bed: pinned to
-        the running replacement's two nodes, "Not Running: Insufficient amount of resource: ncpus")."""
+        """Hosts to pin a PBS block to: those given as ``hosts=``, then those earlier blocks ran on (newest
+        first), neither quarantined nor held by a live block; none when fewer than ``count``. A block pinned to a
+        live block's hosts would queue behind it (seen on the bed: pinned to the running replacement's two
+        nodes, "Not Running: Insufficient amount of resource: ncpus")."""
         bad = self.quarantine.hosts()
         with self._lock:
             blocks = list(self._blocks.values())
         busy = {h for b in blocks if b.judgement is None for h in b.hosts}
         seen: dict[Host, None] = {}
-        for block in reversed(blocks):
-            for host in block.hosts:
-                if host not in bad and host not in busy:
-                    seen.setdefault(host, None)
+        learned = [h for block in reversed(blocks) for h in block.hosts]
+        for host in (*self.pin_candidates, *learned):
+            if host not in bad and host not in busy:
+                seen.setdefault(host, None)
         good = [h.raw for h in seen]
         return good[:count] if len(good) >= count else []
 
