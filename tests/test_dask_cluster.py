@@ -45,6 +45,7 @@ from hotspare_dask import (
     choose_pin,
     pin_pbs_header,
 )
+from hotspare_dask.jobs import build_pbs_no_rerun
 from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, settled, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
@@ -127,6 +128,7 @@ PBS_GOLDEN = textwrap.dedent("""\
     #PBS -l walltime=00:30:00
     #PBS -e TMP/logs/
     #PBS -o TMP/logs/
+    #PBS -r n
 
     HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
     """)
@@ -149,6 +151,17 @@ def test_pbs_script_is_pinned_to_a_good_host_once_one_is_quarantined(pbs: Failov
 def test_pin_pbs_header(header: str, expected: str) -> None:
     """The one-chunk resource line names the host; everything else is kept."""
     assert pin_pbs_header(header, Host("n7")) == expected
+
+
+@pytest.mark.parametrize(("header", "expected"), [
+    ("#PBS -N w\n#PBS -l select=1:ncpus=4", "#PBS -N w\n#PBS -l select=1:ncpus=4\n#PBS -r n"),
+    ("#PBS -N w\n#PBS -r y", "#PBS -N w\n#PBS -r y"),  # the user's own choice is kept
+    ("#PBS  -r n", "#PBS  -r n"),
+    ("#PBS -N rerun-me", "#PBS -N rerun-me\n#PBS -r n"),  # "-r" inside another directive is not one
+])
+def test_build_pbs_no_rerun(header: str, expected: str) -> None:
+    """Every failover PBS job says ``-r n`` (PBS must not rerun a job the cluster replaces), unless told."""
+    assert build_pbs_no_rerun(header) == expected
 
 
 @pytest.mark.parametrize("header", ["#PBS -l select=2:ncpus=4", "#PBS -l ncpus=4", "#PBS -N w"])

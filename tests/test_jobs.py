@@ -24,7 +24,7 @@ from hotspare import (
     read_outputs,
     suspects_to_probe,
 )
-from hotspare.act.scheduler import parse_scontrol_job
+from hotspare.act.scheduler import parse_qstat_json, parse_scontrol_job
 
 N = [Host(f"n{i}") for i in range(1, 5)]
 DATA = Path(__file__).parent / "data"
@@ -193,3 +193,14 @@ def test_a_suspect_is_kept_out_only_when_it_fails_its_probe(patterns: PatternSet
 def test_a_host_outside_the_job_is_never_probed_as_its_suspect(patterns: PatternSet) -> None:
     judged = judge_job(SUSPECT_END, patterns)
     assert suspects_to_probe(judged, [N[0], N[2]]) == ((), N[0])
+
+
+def test_a_pbs_block_ended_by_its_lead_nodes_crash_blames_that_node(patterns: PatternSet) -> None:
+    """Real OpenPBS record of a non-rerunnable 2-node block whose lead (p1) was crashed: Exit_status -20, the
+    comment unchanged, no output delivered; with pbsnodes saying p1 down (p2 free), only p1 is kept out, and the
+    -20 is never read as a signal (it was: rc 148, SIGTSTP)."""
+    facts = parse_qstat_json((DATA / "pbs-bed" / "qstat-xf-mom-crashed-norerun.json").read_text())["9.pbshead"]
+    end = JobEnd("9.pbshead", facts.hosts, facts, {Host("p1"): "down", Host("p2"): "free"}, b"", None, ())
+    judged = judge_job(end, patterns, state="COMPLETED")
+    assert judged.node_lost and judged.keep_out == ((Host("p1"), QuarantineReason.SCHEDULER),)
+    assert judged.exit_code is None and "SIGTSTP" not in judged.verdict.reason

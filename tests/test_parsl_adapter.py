@@ -22,7 +22,17 @@ from parsl.executors.high_throughput.errors import ManagerLost
 from parsl.providers import LocalProvider
 
 from conftest import run_cli
-from hotspare import HOOK_EXIT, HOOK_FAILED, SNAPSHOT_NAME, Host, JobEnd, Quarantine, judge_job, load_patterns
+from hotspare import (
+    HOOK_EXIT,
+    HOOK_FAILED,
+    SNAPSHOT_NAME,
+    Host,
+    JobEnd,
+    Quarantine,
+    QuarantineReason,
+    judge_job,
+    load_patterns,
+)
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
 from hotspare_parsl import (
@@ -36,7 +46,7 @@ from hotspare_parsl import (
 )
 from hotspare_parsl.block import split_block
 from hotspare_parsl.layout import read_record
-from hotspare_parsl.provider import qsub_with_output
+from hotspare_parsl.provider import _Block, merge_qstat_json, qsub_with_output, split_qstat_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -415,3 +425,44 @@ def test_an_unreadable_block_record_is_logged_and_skipped(tmp_path: Path, caplog
     with caplog.at_level("WARNING"):
         assert read_record(wf, "b0") == ()
     assert "cannot read its record" in caplog.text and "b0" in caplog.text
+
+
+@pytest.mark.parametrize(("cmd", "expected"), [
+    ("qstat -x -f -F json 9.pbshead 10.pbshead",
+     ["qstat -x -f -F json 9.pbshead", "qstat -x -f -F json 10.pbshead"]),
+    ("qstat -x -f -F json 9.pbshead", None),  # one job: asked as it is
+    ("qstat -x 9.pbshead 10.pbshead", None),  # text output lists every job
+    ("qsub script.sh", None),
+])
+def test_split_qstat_json(cmd: str, expected: list[str] | None) -> None:
+    """OpenPBS 23.06 answers ``qstat -F json A B`` with A alone (seen on the bed): one command per job."""
+    assert split_qstat_json(cmd) == expected
+
+
+def test_merge_qstat_json() -> None:
+    """Jobs of several answers in one; a job qstat forgot is left out; no answer at all: the first failure."""
+    one = (0, json.dumps({"Jobs": {"9.s": {"job_state": "F"}}}), "")
+    two = (0, json.dumps({"Jobs": {"10.s": {"job_state": "R"}}}), "")
+    gone = (153, "", "qstat: Unknown Job Id 11.s")
+    rc, out, _ = merge_qstat_json([one, gone, two])
+    assert rc == 0 and json.loads(out) == {"Jobs": {"9.s": {"job_state": "F"}, "10.s": {"job_state": "R"}}}
+    assert merge_qstat_json([gone, (2, "", "down")]) == gone
+
+
+def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) -> None:
+    """FailoverProvider(PBSProProvider, hosts=...): pin candidates are the given hosts first, minus quarantined
+    hosts and those a live block holds; fewer than a block needs: no pin. Bad ``hosts=`` is refused in one line."""
+    from parsl.providers import PBSProProvider  # noqa: PLC0415
+
+    provider = FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf", hosts=["p1", "p2", "p3", "p4"])
+    try:
+        provider.quarantine.add(Host("p1"), QuarantineReason.SCHEDULER, detail="test")
+        provider._blocks["7.s"] = _Block("7.s", "b", hosts=(Host("p3"),))  # live: not judged
+        assert provider._known_good(2) == ["p2", "p4"]
+        assert provider._known_good(3) == []
+    finally:
+        provider.close()
+    with pytest.raises(ValueError, match="give a list of host names"):
+        FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf2", hosts="p1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="hosts= is for PBS"):
+        FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])

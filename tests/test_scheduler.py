@@ -14,6 +14,7 @@ from hotspare.act.scheduler import (
     SchedulerQuery,
     parse_duration_s,
     parse_pbsnodes,
+    parse_qstat_json,
     parse_qstat_time_left,
     parse_scontrol_job,
     parse_scontrol_nodes,
@@ -154,3 +155,25 @@ def test_the_run_config_keeps_and_checks_its_scheduler() -> None:
     assert RunConfig.from_json(config.to_json()).scheduler == "pbs"
     with pytest.raises(ValueError, match="scheduler 'lsf': use one of auto, slurm, pbs, none"):
         RunConfig(command=("train",), allocation=("n1",), nhosts=1, scheduler="lsf")
+
+
+PBS_BED = Path(__file__).parent / "data" / "pbs-bed"
+
+
+@pytest.mark.parametrize(("capture", "job", "expected"), [
+    ("qstat-xf-finished.json", "0.pbshead", ("F", 0, False, ("p1", "p2"))),
+    ("qstat-xf-finished-exit3.json", "1.pbshead", ("F", 3, False, None)),
+    # A non-rerunnable job whose mother superior's node was crashed: ended after node_fail_requeue, Exit_status -20,
+    # its comment unchanged ("Job run at ... on (p1:ncpus=2)+(p2:ncpus=2)").
+    ("qstat-xf-mom-crashed-norerun.json", "9.pbshead", ("F", -20, True, ("p1", "p2"))),
+])
+def test_parse_qstat_json_on_real_openpbs(capture: str, job: str, expected: tuple[object, ...]) -> None:
+    """Real OpenPBS 23.06 ``qstat -x -f -F json`` from the bed: Exit_status -20 (JOB_EXEC_RERUN_MS_FAIL: the job's
+    mother superior went down) is read as a node failure; the comment does not say so."""
+    state, exit_code, node_failed, hosts = expected
+    facts = parse_qstat_json((PBS_BED / capture).read_text())[job]
+    assert (facts.state, facts.exit_code, facts.node_failed) == (state, exit_code, node_failed)
+    if hosts is not None:
+        assert facts.hosts == tuple(Host(h) for h in hosts)  # type: ignore[attr-defined]
+    if node_failed:
+        assert facts.reason.startswith("Job run at") and "down" not in facts.reason

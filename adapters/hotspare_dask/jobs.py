@@ -85,6 +85,18 @@ def build_pbs_nodes_header(header: str, job_nodes: int) -> str:
     return header[: match.start()] + line + header[match.end():]
 
 
+_PBS_RERUN = re.compile(r"^#PBS +-r\b", re.MULTILINE)
+
+
+def build_pbs_no_rerun(header: str) -> str:
+    """``header`` with ``#PBS -r n`` (pure): the job is not rerunnable. The cluster replaces a job lost to a node
+    itself; PBS's own requeue would run the same job again later under the same worker names, beside its
+    replacement (seen on the bed: ``qdel`` of a job whose MOM is down fails, "Delete failed 15070", the job stays
+    R, and ``node_fail_requeue`` later reran it on a free node, run_count 2). A header that already says ``-r``
+    is the user's choice and is kept. slurm-wlm-torque's sbatch ignores ``#PBS`` lines."""
+    return header if _PBS_RERUN.search(header) else f"{header}\n#PBS -r n"
+
+
 def run_dir_on_worker(kwargs: dict[str, Any], config_name: str, run_dir: Path) -> dict[str, Any]:
     """The job keywords with the worker command prefixed by ``HOTSPARE_RUN_DIR=<run_dir>`` (a new dict): how a
     task's :func:`~hotspare_dask.mpi.run_mpi` finds the workflow's quarantine and its own run directory.
@@ -121,7 +133,8 @@ class FailoverSLURMJob(SLURMJob):
 class FailoverPBSJob(PBSJob):
     """A PBS job pinned to the placement's host (``select=1:host=H:...``): PBS Pro has no "not on host X"
     select syntax, so the only way to keep a job off a dead node is to name a good one. A job of
-    ``job_nodes`` > 1 is placed by PBS (see the module's docstring).
+    ``job_nodes`` > 1 is placed by PBS (see the module's docstring). Every job is ``#PBS -r n``
+    (:func:`build_pbs_no_rerun`): replacing a lost job is the cluster's work, not PBS's requeue.
 
     The job id kept is qsub's whole answer (``4711.pbs01``), not dask-jobqueue's leading digits: ``qstat -x -f
     -F json`` keys its jobs by the whole id, and qdel takes it as well.
@@ -138,4 +151,4 @@ class FailoverPBSJob(PBSJob):
         self.placement = placement
         if placement is not None and placement.pin is not None:
             self.job_header = pin_pbs_header(self.job_header, placement.pin)
-        self.job_header = build_pbs_nodes_header(self.job_header, self.job_nodes)
+        self.job_header = build_pbs_no_rerun(build_pbs_nodes_header(self.job_header, self.job_nodes))

@@ -12,7 +12,8 @@ What it adds to the wrapped provider (``inner``):
 * **placement away from quarantined hosts**: SLURM ``#SBATCH --exclude=`` (added to the wrapped
   provider's ``scheduler_options`` for that one submit, then restored); PBS Pro cannot exclude, so
   the ``select`` line of the instance's ``template_string`` is rewritten to pin ``host=`` chunks
-  chosen among hosts known good (:func:`pin_pbs_select`);
+  chosen among hosts known good (:func:`pin_pbs_select`): those given as ``hosts=`` and those earlier
+  blocks ran on, none quarantined or held by a live block; with too few, the block is left to PBS;
 * **judging blocks that end**: the scheduler's own record (SLURM ``scontrol show job``: NODE_FAIL;
   PBS ``qstat -x -f -F json``: Exit_status and comment, because PBSProProvider calls every finished
   job COMPLETED), the block's stdout/stderr, and the core classifier. A block lost to a node fault
@@ -32,6 +33,7 @@ on NFSv3+ and Lustre.
 
 from __future__ import annotations
 
+import json
 import logging
 import shlex
 import sys
@@ -79,6 +81,13 @@ from hotspare_parsl.layout import read_record
 log = logging.getLogger(__name__)
 
 
+#: Blocks are not rerunnable: PBS would otherwise requeue a block whose mother superior died (after the server's
+#: ``node_fail_requeue``) and run it again under the same job id, so the provider never saw it end and the dead
+#: node was never judged (seen on the bed). Ended instead (F, ``Exit_status -20``), the block is judged and
+#: replaced by Parsl's strategy, placed off the node. slurm-wlm-torque's sbatch ignores ``#PBS`` lines.
+PBS_NO_RERUN = "\n#PBS -r n\n"
+
+
 class ResubmissionLimit(HotspareError):
     """More blocks were asked for in the window than the provider allows."""
 
@@ -97,6 +106,40 @@ def pin_pbs_select(template: str, hosts: Sequence[str]) -> str:
     chunks, Torque ``nodes=H:…``); hosts are validated first; a template with neither line is returned unchanged."""
     pinned = pin_pbs_hosts(template, [Host(h) for h in hosts])
     return template if pinned is None else pinned
+
+
+def split_qstat_json(cmd: str) -> list[str] | None:
+    """``qstat ... -F json ID1 ID2 ...`` as one command per job id, or None for any other command (pure).
+
+    OpenPBS 23.06 answers ``qstat -f -F json A B`` with job A alone (rc 0; the text format lists both; seen on the
+    bed), and PBSProProvider asks about every block it ever submitted in one such command, so every block but
+    the first read as missing, i.e. COMPLETED: a replacement block was judged and replaced again at each poll.
+    """
+    words = shlex.split(cmd)
+    if not words or words[0] != "qstat" or "json" not in words:
+        return None
+    ids = [w for w in words[1:] if not w.startswith("-") and w != "json"]
+    if len(ids) < 2:
+        return None
+    options = [w for w in words if w not in ids]
+    return [shlex.join([*options, job]) for job in ids]
+
+
+def merge_qstat_json(answers: Sequence[tuple[int, str, str]]) -> tuple[int, str, str]:
+    """One ``(rc, stdout, stderr)`` from several ``qstat -F json`` calls: their jobs in one ``Jobs`` object (pure).
+    A job qstat no longer knows is left out (the provider reads it as ended); when no call answered, the first
+    failure is returned as it was, so the caller keeps its last known states."""
+    jobs: dict[str, Any] = {}
+    answered = [a for a in answers if a[0] == 0]
+    if not answered:
+        return answers[0]
+    for _, stdout, _ in answered:
+        try:
+            found = json.loads(stdout).get("Jobs", {})
+        except (ValueError, AttributeError):
+            continue
+        jobs.update(found if isinstance(found, dict) else {})
+    return 0, json.dumps({"Jobs": jobs}), ""
 
 
 def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> str:
@@ -167,6 +210,7 @@ class FailoverProvider(ExecutionProvider):
         query: SchedulerQuery | None = None,
         python: str | None = None,
         simulated_hosts: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> None:
         if spares_per_block < 0:
             raise ValueError(f"spares_per_block={spares_per_block}: give 0 or more")
@@ -198,6 +242,13 @@ class FailoverProvider(ExecutionProvider):
         self.simulated_hosts = tuple(Host(h) for h in simulated_hosts)
         if self.simulated_hosts and self._kind is not None:
             raise ValueError("simulated_hosts is for LocalProvider: a batch scheduler names the real hosts")
+        if isinstance(hosts, str):
+            raise ValueError(f"hosts={hosts!r}: give a list of host names, e.g. hosts=[{hosts!r}]")
+        if hosts and self._kind != "pbs":
+            raise ValueError("hosts= is for PBS (the hosts a block may be pinned to); SLURM excludes quarantined "
+                             "hosts itself")
+        #: PBS: hosts the user says the workflow may use, candidates for pinning beside those blocks ran on.
+        self.pin_candidates = tuple(Host(h) for h in hosts)
         self._cancelled: set[str] = set()
         self._warned = False
 
@@ -280,6 +331,8 @@ class FailoverProvider(ExecutionProvider):
                                                         self.spares_per_block, name) + saved["worker_init"]
             if self._kind == "slurm" and "scheduler_options" in saved:
                 inner.scheduler_options = saved["scheduler_options"] + self._slurm_options(bad)
+            if self._kind == "pbs" and "scheduler_options" in saved:
+                inner.scheduler_options = saved["scheduler_options"] + PBS_NO_RERUN
             if self._kind == "pbs" and bad and "template_string" in saved:
                 good = self._known_good(inner.nodes_per_block)
                 if good:
@@ -336,23 +389,53 @@ class FailoverProvider(ExecutionProvider):
         return free[0]
 
     def _known_good(self, count: int) -> list[str]:
-        """Hosts earlier blocks ran on that are not quarantined (PBS host pinning), newest first."""
+        """Hosts to pin a PBS block to: those given as ``hosts=``, then those earlier blocks ran on (newest
+        first), neither quarantined nor held by a live block; none when fewer than ``count``. A block pinned to a
+        live block's hosts would queue behind it (seen on the bed: pinned to the running replacement's two
+        nodes, "Not Running: Insufficient amount of resource: ncpus")."""
         bad = self.quarantine.hosts()
+        with self._lock:
+            blocks = list(self._blocks.values())
+        busy = {h for b in blocks if b.judgement is None for h in b.hosts}
         seen: dict[Host, None] = {}
-        for block in reversed(list(self._blocks.values())):
-            for host in block.hosts:
-                if host not in bad:
-                    seen.setdefault(host, None)
+        learned = [h for block in reversed(blocks) for h in block.hosts]
+        for host in (*self.pin_candidates, *learned):
+            if host not in bad and host not in busy:
+                seen.setdefault(host, None)
         good = [h.raw for h in seen]
         return good[:count] if len(good) >= count else []
 
     # -- status: read, decide, then act in one step ------------------------------------------
     def status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
         """The inner provider's statuses, as fresh objects; node-loss blocks FAILED with the reason."""
-        answers = self.inner.status(job_ids)
+        answers = self._inner_status(job_ids)
         steps = [self._look(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
         self._act([s for s in steps if s is not None])
         return [self._report(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
+
+    def _inner_status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
+        """``inner.status``; for PBS, its ``qstat -F json`` of several jobs run one job at a time
+        (:func:`split_qstat_json`)."""
+        if self._kind != "pbs":
+            return self.inner.status(job_ids)
+        inner: Any = self.inner
+        own_execute = vars(inner).get("execute_wait")
+        execute = inner.execute_wait
+
+        def qstat(cmd: str, *args: Any, **kwargs: Any) -> Any:
+            each = split_qstat_json(cmd)
+            if each is None:
+                return execute(cmd, *args, **kwargs)
+            return merge_qstat_json([execute(one, *args, **kwargs) for one in each])
+
+        inner.execute_wait = qstat  # this poll only: the instance attribute is removed below
+        try:
+            answers: Sequence[JobStatus] = inner.status(job_ids)
+            return answers
+        finally:
+            vars(inner).pop("execute_wait", None)
+            if own_execute is not None:
+                inner.execute_wait = own_execute
 
     def _look(self, block: _Block | None, answer: JobStatus) -> _Step | None:
         """What to do about one block (reads the scheduler and the block's files; changes nothing)."""

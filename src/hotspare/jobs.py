@@ -235,6 +235,10 @@ _CUT_SHORT = frozenset({"NODE_FAIL", "BOOT_FAIL", "TIMEOUT", "DEADLINE", "PREEMP
 def _exit_status(end: JobEnd) -> int | None:
     """The job's exit status as evidence: the scheduler's (else the framework's); an exit 0 of a job the
     scheduler cut short says nothing (then the output and the job state decide)."""
+    if end.facts is not None and end.facts.exit_code is not None and end.facts.exit_code < 0:
+        # PBS's own JOB_EXEC code (Exit_status -20: the mother superior went down), never the job's: read as an
+        # exit status, -20 became "SIGTSTP (rc 148)" on the bed. JobFacts.node_failed reads what it says.
+        return None
     rc = end.facts.exit_code if end.facts and end.facts.exit_code is not None else end.rc
     state = end.facts.state.upper().split()[0] if end.facts and end.facts.state.strip() else ""
     return None if rc == 0 and state in _CUT_SHORT else rc

@@ -1,0 +1,188 @@
+"""A FailoverPBSCluster workflow run INSIDE the PBS bed's network namespace (``Bed.argv``), driven by
+tests/test_dask_pbs.py: real qsub, the scheduler on the server host's address, workers on the bed's MOMs.
+
+``python pbs_dask_flow.py WORK ADDRESS NODES``: scales to 3 one-node jobs, writes ``WORK/victim.json`` (the
+first job's node) once 20 tasks of a stream are done, waits for ``WORK/crashed`` (the test crashes the node
+with ``Bed.crash``), then waits for the node's quarantine and the job's replacement and writes what it saw to
+``WORK/result.json``. Every wait is bounded; the cluster is closed (its jobs qdel'ed) whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import dask.config
+from distributed import Client
+
+from hotspare import Host
+from hotspare_dask import FailoverPBSCluster
+from hotspare_dask.preload import HOSTNAME_KEY
+
+TASKS = 150
+TASK_S = 0.25
+
+
+def square(x: int) -> int:  # defined in __main__: distributed sends it by value
+    time.sleep(TASK_S)
+    return x * x
+
+
+def wait_for(what: str, predicate: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"not within {timeout_s} s: {what}")
+
+
+def worker_hosts(cluster: FailoverPBSCluster) -> dict[str, str]:
+    return {w["name"]: w.get(HOSTNAME_KEY, "") for w in cluster.scheduler_info["workers"].values()}
+
+
+def qstat(job_id: str) -> dict[str, Any]:
+    done = subprocess.run(["qstat", "-x", "-f", "-F", "json", job_id], capture_output=True, text=True, timeout=30,
+                          check=False)
+    return dict(json.loads(done.stdout)["Jobs"][job_id]) if done.returncode == 0 else {}
+
+
+def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    before = worker_hosts(cluster)
+    futures = client.map(square, range(TASKS))
+    wait_for("20 tasks done", lambda: sum(f.done() for f in futures) >= 20, 60)
+    victim_job = sorted(cluster.workers)[0]
+    victim = next(h for name, h in before.items() if name.startswith(victim_job))
+    old_id = str(cluster.workers[victim_job].job_id)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    wait_for("the crashed node quarantined", lambda: Host(victim) in cluster.quarantine.hosts(), 90)
+    quarantined = time.monotonic()
+    wait_for("the replacement job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
+             60)
+    resubmitted = time.monotonic()
+    new_id = str(cluster.workers[victim_job].job_id)
+    results = [f.result(timeout=120) for f in futures]
+    client.wait_for_workers(3, timeout=90)
+    back = time.monotonic()
+    entry = cluster.quarantine.entries()
+    rows = {r.job_id: r for r in cluster.record.jobs()}
+    return {"before": before, "victim": victim, "victim_job": victim_job, "old_id": old_id, "new_id": new_id,
+            "results_ok": results == [x * x for x in range(TASKS)], "after": worker_hosts(cluster),
+            "quarantine": [[e.host.name, e.reason.value, e.detail] for e in entry],
+            "old_row_hosts": list(rows[old_id].hosts), "new_row_excluded": list(rows[new_id].excluded),
+            "new_job": qstat(new_id), "old_job": qstat(old_id),
+            "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled],
+            "quarantine_s": quarantined - crashed, "resubmit_s": resubmitted - crashed, "back_s": back - crashed}
+
+
+def sister_dies(cluster: FailoverPBSCluster, client: Client, work: Path, hold_s: float) -> dict[str, Any]:
+    """One job_nodes=3 job: its first sister node is crashed; the job and its worker are watched for ``hold_s``."""
+    (job,) = cluster.workers.values()
+    job_id = str(job.job_id)
+    record = wait_for("the job's record", lambda: qstat(job_id).get("exec_host"), 30)
+    hosts = [part.split("/")[0] for part in str(record).split("+")]
+    lead = next(iter(worker_hosts(cluster).values()))
+    victim = next(h for h in hosts if h != lead)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": job_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    seen: list[tuple[float, str, int]] = []
+    while time.monotonic() - crashed < hold_s:
+        seen.append((time.monotonic() - crashed, str(qstat(job_id).get("job_state")), len(worker_hosts(cluster))))
+        time.sleep(2)
+    answer = client.submit(square, 7, pure=False).result(timeout=30)
+    return {"job": job_id, "hosts": hosts, "lead": lead, "victim": victim, "seen": seen, "answer": answer,
+            "record": qstat(job_id), "quarantine": [e.host.name for e in cluster.quarantine.entries()],
+            "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
+
+
+MPI_STEPS = 30
+
+
+def make_train(ckpt: str, rsh: str) -> Any:
+    def train() -> int:  # sent by value; run_mpi is imported on the worker
+        from hotspare_dask import run_mpi  # noqa: PLC0415
+
+        # Hydra starts its proxies through pbs_tmrsh (PBS's TM API: no ssh), by a wrapper giving its command a shell.
+        hydra = ["--launcher-cmd", "mpiexec.hydra", "--launcher-arg=-launcher", "--launcher-arg=rsh",
+                 "--launcher-arg=-launcher-exec", f"--launcher-arg={rsh}"]
+        return run_mpi([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(MPI_STEPS), "--ckpt-every", "3",
+                        "--ckpt-dir", ckpt, "--step-s", "0.1", "--sync"], nhosts=2, launcher="mpiexec",
+                       checkpoint_dir=ckpt, options=[*hydra, "--backoff", "0.2", "--probe-timeout", "3"])
+
+    return train
+
+
+def mpi_spare(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    """One job_nodes=3 job; its task runs the trainer on 2 nodes under the supervisor, the third a spare; the
+    non-lead active node is crashed mid-run."""
+    (job,) = cluster.workers.values()
+    job_id = str(job.job_id)
+    rsh = work / "tmrsh"
+    prefix = Path(subprocess.run(["which", "qsub"], capture_output=True, text=True, check=True).stdout).parent
+    rsh.write_text(f'#!/bin/sh\nh=$1; shift\nexec {prefix}/pbs_tmrsh "$h" /bin/sh -c "$*"\n')
+    rsh.chmod(0o755)
+    future = client.submit(make_train(str(work / "ckpt"), str(rsh)), pure=False)
+    log = wait_for("the task's first attempt", lambda: next((work / "wf").glob("tasks/*/attempt-1.log"), None), 60)
+    wait_for("the trainer to progress", lambda: b"step=6 " in log.read_bytes(), 60)
+    hosts = [part.split("/")[0] for part in str(qstat(job_id).get("exec_host")).split("+")]
+    lead = next(iter(worker_hosts(cluster).values()))
+    victim = next(h for h in hosts[:2] if h != lead)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": job_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    rc = future.result(timeout=120)
+    done = time.monotonic()
+    from hotspare import Ledger  # noqa: PLC0415
+
+    ledger = Ledger.open(log.parent)
+    try:
+        attempts = [{"hosts": list(a.hosts), "log": a.log_path} for a in ledger.attempts()]
+    finally:
+        ledger.close()
+    last_log = Path(attempts[-1]["log"]).read_text() if attempts else ""
+    return {"job": job_id, "hosts": hosts, "lead": lead, "victim": victim, "rc": rc, "attempts": attempts,
+            "last_log": last_log[-2000:], "done_s": done - crashed, "record": qstat(job_id),
+            "folded": [e.host.name for e in cluster.fold_task_findings()],
+            "quarantine": [e.host.name for e in cluster.quarantine.entries()],
+            "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
+
+
+def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int:
+    # dask's lost-worker timeout short: a crashed node's workers never come back; PBS says "down" within 1 s.
+    dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
+    multi = {"job_nodes": 3} if mode.startswith(("sister", "mpi")) else {}
+    cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
+                                 run_dir=work / "wf", log_directory=str(work / "logs"),
+                                 # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
+                                 # login shell would otherwise start without them.
+                                 job_extra_directives=["-V"],
+                                 scheduler_options={"host": address, "dashboard_address": f"{address}:0"})
+    client = None
+    try:
+        cluster.scale(jobs=1 if multi else 3)
+        client = Client(cluster, timeout=60)
+        client.wait_for_workers(1 if multi else 3, timeout=90)
+        if mode == "mpi":
+            result = mpi_spare(cluster, client, work)
+        elif multi:
+            result = sister_dies(cluster, client, work, float(mode.partition(":")[2] or 50))
+        else:
+            result = crash_under_load(cluster, client, work)
+        (work / "result.json").write_text(json.dumps(result, default=str))
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), *sys.argv[4:5]))
