@@ -94,4 +94,4 @@ def test_judged_job_keeps_out_the_node_pbs_reports_down(patterns: PatternSet) ->
     states = parse_pbsnodes((DATA / "pbsnodes-av-p2-down-job-running.txt").read_text())
     judged = judge_job(JobEnd("5.pbshead", facts.hosts, facts, states, out), patterns)
     assert [(h.name, r.value) for h, r in judged.keep_out] == [("p2", "scheduler")]
-    assert judged.exit_code == -14 and judged.node_lost
+    assert judged.exit_code is None and judged.node_lost  # -14 is PBS's own code (a sister failed), not the job's
