@@ -53,6 +53,25 @@ def test_a_probe_nobody_answered_blames_nobody() -> None:
     assert judgement.decision.action is Action.RETRY and not judgement.decision.swap_out
 
 
+def test_the_schedulers_word_is_a_second_signal_beside_a_missed_probe() -> None:
+    """After an attempt that named no host, the scheduler is asked beside the probes. A host that missed its
+    probe and is reported down has two signals: kept out even when every probe went unanswered (then the
+    probe alone proves nothing); the scheduler calling every host down at once blames nobody; its word on a
+    host that answered changes nothing."""
+    all_silent = Observations(1, None, QUIET, probes=answers("n1", "n2", "n3"), probe_why="failure with no host named")
+    one_down = judge(replace(all_silent, scheduler_down=(Host("n2"),)), POOL, History(), BUDGETS)
+    assert (one_down.decision.action, one_down.decision.swap_out) == (Action.SWAP, (Host("n2"),))
+    assert one_down.decision.quarantine_reason == "scheduler"
+    assert "n2 did not answer a probe" in one_down.verdict.reason and "scheduler reports it down" in one_down.verdict.reason
+    every = judge(replace(all_silent, scheduler_down=POOL.active), POOL, History(), BUDGETS)
+    assert not every.decision.swap_out
+    probed = Observations(1, None, QUIET, probes=answers("n3"), probe_why="failure with no host named",
+                          scheduler_down=(Host("n3"), Host("n1")))
+    judged = judge(probed, POOL, History(), BUDGETS)
+    assert judged.decision.swap_out == (Host("n3"),)  # n1 answered: the scheduler's word alone is one signal
+    assert judged.verdict.reason.endswith("; the scheduler reports n3 down")
+
+
 def test_scheduler_blame_and_cancel() -> None:
     """A scheduler stop blames the hosts that failed their probe; an interrupted attempt is cancelled whatever
     its log says."""

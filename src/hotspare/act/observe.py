@@ -312,14 +312,15 @@ class Observer:
                                           control=decision.probe_control)
                 return replace(obs, probes=probes, probe_why=PROBE_WHY_SUSPECT, probe_control=decision.probe_control)
             why = probe_why(obs)
-            # The scheduler is asked beside the probes: its word is recorded as evidence (on PBS a crashed MOM is
-            # "down" within a second, while Hydra only says a proxy's connection closed); the probes decide.
+            # The scheduler is asked beside the probes (on PBS a crashed MOM is "down" within a second, while
+            # Hydra only says a proxy's connection closed): its word on a host that missed its probe is a second
+            # signal (see judge._verdict).
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-ask") as ex:
                 asked = ex.submit(self.scheduler.node_states, pool.active)
                 probes = self.probe_quick(number, pool.active, why, pool.active)
-                self._note_unhealthy(number, pool.active, asked.result(), f"after the attempt ended ({why})")
+                down = self._note_unhealthy(number, pool.active, asked.result(), f"after the attempt ended ({why})")
             self.failures(number)
-            return replace(obs, probes=probes, probe_why=why)
+            return replace(obs, probes=probes, probe_why=why, scheduler_down=tuple(down))
         left = self.scheduler.walltime_left_s()
         self.failures(number)
         every = checkpoint_interval_s(checkpoint_dir)

@@ -49,6 +49,8 @@ class Observations:
     probe_why: str = ""
     #: The probed host nothing accused (see :attr:`Decision.probe_control`): if it failed too, nobody is blamed.
     probe_control: Host | None = None
+    #: Active hosts the scheduler reported unhealthy when asked beside the probes after the attempt ended.
+    scheduler_down: tuple[Host, ...] = ()
     #: Hosts that gave two independent signals of death while output stalled (two failed probes, or a failed
     #: probe and the scheduler's report), how they did, and the quarantine reason.
     scheduler_blamed: tuple[Host, ...] = ()
@@ -141,7 +143,19 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
         verdict = blame(verdict, obs.scheduler_blamed, obs.stall_reason, "gave two signals while output stalled")
         if obs.stall_why:  # already names each host and its signals
             verdict = replace(verdict, reason=f"node_loss: {obs.stall_why}")
-    dead = unanswered(obs.probes, pool.active, control=obs.probe_control) if obs.probes is not None else ()
+    if obs.probes is None:
+        return verdict
+    dead = unanswered(obs.probes, pool.active, control=obs.probe_control)
+    silent = {r.host for r in obs.probes if not r.ok}
+    # The scheduler's word on a host that missed its probe is a second, independent signal.
+    down = tuple(h for h in pool.active if h in set(obs.scheduler_down) and h in silent)
     if dead:
-        verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why})")
+        said = "; the scheduler reports " + ", ".join(h.name for h in down) + " down" if down else ""
+        verdict = blame(verdict, dead, QuarantineReason.PROBED, f"did not answer a probe ({obs.probe_why}){said}")
+    elif down and len(down) < len(pool.active):
+        # Every host missed its probe (the probe is suspect, see unanswered), but the scheduler names some of
+        # them: those have two signals. Not all of them: a scheduler calling the whole allocation down at once
+        # is its own trouble as likely as theirs.
+        verdict = blame(verdict, down, QuarantineReason.SCHEDULER,
+                        f"did not answer a probe ({obs.probe_why}) and the scheduler reports it down")
     return verdict
