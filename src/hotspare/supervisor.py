@@ -55,6 +55,10 @@ from hotspare.record.files import read_tail
 from hotspare.record.ledger import CHECKPOINT, PROGRESS, Ledger
 from hotspare.record.quarantine import SNAPSHOT_NAME, Quarantine
 
+#: The grace (SIGTERM to SIGKILL) when an attempt is ended because a node gave two signals of death: on PBS,
+#: Hydra waited out the whole default grace (10 s) on its proxy on a frozen node.
+DEAD_NODE_GRACE_S = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
@@ -75,6 +79,7 @@ class RunConfig:
     ppn: int = 1
     checkpoint_dir: str | None = None
     idle_timeout_s: float = 600.0
+    #: SIGTERM to SIGKILL when an attempt is ended (at most :data:`DEAD_NODE_GRACE_S` when a node is dead).
     grace_s: float = 10.0
     probe_timeout_s: float = 30.0
     #: How often the scheduler is asked about the active nodes while output has stalled (the first time at
@@ -291,7 +296,10 @@ class Supervisor:
             why = self._stop_cause(watch, observer, number, pool)
             if why is not None:
                 watch.stop_line = watch.scanner.lines
-                running.stop(why, self.config.grace_s)
+                # A node with two signals of death holds up the launcher's exit (its proxy there never answers
+                # SIGTERM): the healthy ranks get a short grace, and resume from the last complete checkpoint.
+                dead_node = why is StopCause.SCHEDULER
+                running.stop(why, min(self.config.grace_s, DEAD_NODE_GRACE_S) if dead_node else self.config.grace_s)
         self._record_progress(actor, number, watch, final=True)
 
     def _record_progress(self, actor: Actor, number: int, watch: Watch, *, final: bool = False) -> None:
