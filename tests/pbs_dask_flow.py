@@ -110,9 +110,8 @@ def make_train(ckpt: str, rsh: str) -> Any:
     def train() -> int:  # sent by value; run_mpi is imported on the worker
         from hotspare_dask import run_mpi  # noqa: PLC0415
 
-        # Hydra starts its proxies through pbs_tmrsh (PBS's TM API: no ssh), by a wrapper giving its command a shell.
-        hydra = ["--launcher-cmd", "mpiexec.hydra", "--launcher-arg=-launcher", "--launcher-arg=rsh",
-                 "--launcher-arg=-launcher-exec", f"--launcher-arg={rsh}"]
+        # Hydra starts its proxies through pbs_tmrsh (PBS's TM API: no ssh), as a user would ask for it.
+        hydra = ["--launcher-cmd", "mpiexec.hydra", "--launcher-rsh", rsh]
         return run_mpi([sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(MPI_STEPS), "--ckpt-every", "3",
                         "--ckpt-dir", ckpt, "--step-s", "0.1", "--sync"], nhosts=2, launcher="mpiexec",
                        checkpoint_dir=ckpt, options=[*hydra, "--backoff", "0.2", "--probe-timeout", "3"])
@@ -125,10 +124,8 @@ def mpi_spare(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[s
     non-lead active node is crashed mid-run."""
     (job,) = cluster.workers.values()
     job_id = str(job.job_id)
-    rsh = work / "tmrsh"
     prefix = Path(subprocess.run(["which", "qsub"], capture_output=True, text=True, check=True).stdout).parent
-    rsh.write_text(f'#!/bin/sh\nh=$1; shift\nexec {prefix}/pbs_tmrsh "$h" /bin/sh -c "$*"\n')
-    rsh.chmod(0o755)
+    rsh = prefix / "pbs_tmrsh"
     future = client.submit(make_train(str(work / "ckpt"), str(rsh)), pure=False)
     log = wait_for("the task's first attempt", lambda: next((work / "wf").glob("tasks/*/attempt-1.log"), None), 60)
     wait_for("the trainer to progress", lambda: b"step=6 " in log.read_bytes(), 60)
