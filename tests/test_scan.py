@@ -253,10 +253,15 @@ def _corpus() -> list[tuple[str, bytes]]:
     return texts
 
 
+def need_hyperscan() -> None:
+    """The Hyperscan engine is a dependency here (pyproject: x86-64 Linux, macOS): never skipped, its absence fails."""
+    assert multi.hyperscan is not None, f"hyperscan does not import: {multi.engine_note()}"
+
+
 def test_engines_agree_on_every_corpus_text() -> None:
     """The Hyperscan engine yields the RE2 engine's evidence, line counts and progress on every corpus text,
     read plainly and with wrapped-line rejoining."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     corpus = _corpus()
     assert len(corpus) > 400
     for name, data in corpus:
@@ -272,7 +277,7 @@ def test_engines_agree_on_every_corpus_text() -> None:
 def test_engines_agree_on_examples_with_escapes_anywhere(examples: list[tuple[str, str]], inserts: list[tuple[int, bytes]]) -> None:
     """Pattern examples run together, with escapes, NULs and breaks inserted at any byte (inside words too,
     where the prefilters do not look for them): both engines find the same evidence."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     data = b"\n".join(text.encode("utf-8") for _, text in examples) + b"\n"
     for offset, seq in sorted(((o % (len(data) + 1), s) for o, s in inserts), reverse=True):
         data = data[:offset] + seq + data[offset:]
@@ -281,7 +286,7 @@ def test_engines_agree_on_examples_with_escapes_anywhere(examples: list[tuple[st
 
 def test_engines_agree_through_the_file_pipeline(tmp_path: Path) -> None:
     """A file of many blocks, searched on helper threads, gives both engines the same result."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     path = tmp_path / "many.log"
     lines = [text.encode("utf-8") + b"\n" for _, text in EXAMPLES]
     with path.open("wb") as out:
@@ -314,7 +319,7 @@ def test_a_whole_file_counts_repeats_as_the_stream_does(tmp_path: Path) -> None:
 
 def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past MAX_FLAGGED patterns flagged in one block, the RE2 prefilter takes the block: same evidence."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES)
     expected = scan(data, PATTERNS, engine="re2")
     monkeypatch.setattr(multi, "MAX_FLAGGED", 0)
@@ -323,7 +328,7 @@ def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.Monke
 
 def test_a_prefilter_hyperscan_rejects_stays_in_re2() -> None:
     """A pattern whose prefilter Hyperscan will not compile (it can match nothing at all) is searched by RE2."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     pack = load_pack_text(
         "[pack]\nname = 'odd'\ndoc = 'x'\n[[pattern]]\nname = 'maybe'\nregex = 'z?'\nrole = 'context'\n"
         "doc = 'matches the empty string'\nexamples = ['z']\n",
@@ -356,7 +361,7 @@ def test_engine_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_compiled_databases_are_cached_and_a_bad_cache_file_is_recompiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second run loads what the first compiled (HOTSPARE_CACHE); a damaged file is compiled again; an empty
     HOTSPARE_CACHE writes nothing."""
-    pytest.importorskip("hyperscan")
+    need_hyperscan()
     data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES[:40])
     expected = scan(data, PATTERNS, engine="re2")
     monkeypatch.setenv(multi.CACHE_VAR, str(tmp_path / "cache"))
