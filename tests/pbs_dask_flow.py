@@ -22,6 +22,7 @@ from distributed import Client
 from hotspare import Host
 from hotspare_dask import FailoverPBSCluster
 from hotspare_dask.preload import HOSTNAME_KEY
+from polling import wait_for
 
 TASKS = 150
 TASK_S = 0.25
@@ -32,14 +33,6 @@ def square(x: int) -> int:  # defined in __main__: distributed sends it by value
     return x * x
 
 
-def wait_for(what: str, predicate: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise TimeoutError(f"not within {timeout_s} s: {what}")
 
 
 def worker_hosts(cluster: FailoverPBSCluster) -> dict[str, str]:

@@ -25,6 +25,7 @@ from parsl.launchers import SimpleLauncher
 from parsl.providers import PBSProProvider
 
 from hotspare_parsl import FailoverProvider, block_error_handler, retry_handler
+from polling import wait_for
 
 #: Seconds between Parsl's status polls of the blocks (PBSProProvider fixes 60 s; a lost block is only judged at
 #: a poll).
@@ -51,14 +52,6 @@ def work(marker_dir: str, sleep_s: float) -> str:
     return host
 
 
-def wait_for(what: str, predicate: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"not within {timeout_s} s: {what}")
 
 
 def qstat_all() -> dict[str, Any]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from polling import wait_for as wait_until
 from testbed.pbs import Bed
 from testbed.pbs_layout import HOMES
 
@@ -24,14 +24,6 @@ def submit(bed: Bed, tmp_path: Path, script: str, *options: str) -> tuple[str, P
     return bed.run(["qsub", "-j", "oe", "-o", str(out), *options, str(path)]).strip(), out
 
 
-def wait_until(what: str, predicate: Callable[[], Any], timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 def finished(bed: Bed, job: str, timeout_s: float = 60) -> dict[str, Any]:

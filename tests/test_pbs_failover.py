@@ -34,6 +34,7 @@ import pytest
 from conftest import HOTSPARE, read_run
 from hotspare.errors import EXIT_OK
 from hotspare.sim.trainer import fault_free_checksum
+from polling import wait_for as _wait
 from testbed.pbs import Bed
 
 #: Checkpoints every 5 steps; the fault comes after step 10.
@@ -63,14 +64,6 @@ def _submit(bed: Bed, tmp: Path) -> tuple[str, Path]:
     return job, run
 
 
-def _wait(what: str, predicate: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 def _at_step(log: Path, step: int) -> bool:
