@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def round_of(file: str) -> str | None:
     """The held-out round an excerpt file belongs to (``heldout``, ``heldout2``, ...), None for the rest."""
-    match = re.search(r"_(heldout[0-9]*)\.toml$", file)
+    match = re.search(r"_(heldout[0-9]*)[a-z]?\.toml$", file)  # a round collected in parts: heldout4a, heldout4b
     return match.group(1) if match else None
 
 
