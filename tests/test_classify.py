@@ -444,3 +444,37 @@ def test_a_signature_masks_the_allocations_hosts_at_scale(patterns: PatternSet) 
     allocation = [Host(f"x{i:05d}c0s0b0n0") for i in range(10_000)]
     v = verdict("x00042c0s0b0n0: rank 3 died from signal 6\n", patterns, rc=134, allocation=allocation)
     assert "<host>" in v.signature and "x00042" not in v.signature
+
+
+def test_an_exception_a_library_logged_as_a_warning_ends_nothing(patterns: PatternSet) -> None:
+    """A traceback a library caught and logged at WARNING level (torch._dynamo, Ray's worker) is not the program
+    dying: the scheduler's time limit after it decides."""
+    log = ("[2023-11-29 11:05:15,440] torch._dynamo.convert_frame: [WARNING] FileNotFoundError: [Errno 2] No such "
+           "file or directory: 'ldconfig'\n"
+           "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\n")
+    assert verdict(log, patterns).failure_class is FailureClass.WALLTIME
+    raised = "FileNotFoundError: [Errno 2] No such file or directory: 'input.csv'\n"
+    assert verdict(raised, patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_an_abort_right_after_a_hostless_oom_names_where_it_ran(patterns: PatternSet) -> None:
+    """A process out of device memory throws, and the C++ runtime aborts it: the SIGABRT line after the OOM is that
+    process, so its host is where the failure started (blamed, not excluded). A SIGSEGV after an OOM is a peer's
+    cascade (the seed), and names nobody."""
+    log = ("terminate called after throwing an instance of 'thrust::system::detail::bad_alloc'\n"
+           "  what():  std::bad_alloc: cudaErrorMemoryAllocation: out of memory\n"
+           f"x3006c0s19b1n0.{AURORA}: rank 0 died from signal 6 and dumped core\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.OOM
+    assert v.blamed_hosts == (Host("x3006c0s19b1n0"),) and v.exclude_hosts == ()
+    segv = log.replace("signal 6 and dumped core", "signal 11")
+    assert verdict(segv, patterns).blamed_hosts == ()
+
+
+def test_a_crash_exit_status_from_any_launcher_is_a_crash(patterns: PatternSet) -> None:
+    """128 + a crash signal (139 SIGSEGV, 134 SIGABRT, 135 SIGBUS ...) in a launcher's 'exited with code' line is a
+    rank's crash whatever the launcher; 128 + SIGUSR2 (LSF's warning before a kill) is not."""
+    for line in ("flux-job: task(s) exited with exit code 139\n", "TACC: MPI job exited with code: 134\n"):
+        v = verdict(line, patterns)
+        assert v.failure_class is FailureClass.RANK_KILLED and v.crash, line
+    assert verdict("Exited with exit code 140.\n", patterns).failure_class is FailureClass.UNKNOWN

@@ -35,6 +35,7 @@ no exit status, a log that shows no failure is ``unknown``, never ``success``
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -344,13 +345,15 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
+        if ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev):
+            continue  # an exception a library caught and logged as a warning: the run went on
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
             # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
-                            and e.failure_class is FailureClass.USER_ERROR), None)
+                            and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
@@ -360,6 +363,19 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
     return None
+
+
+# A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
+# worker.py:N --', glog's 'W1129 ...'): the exception on it was caught and reported, not what ended the run.
+_WARNING_LEVEL = re.compile(r"\[WARNING\]|(?:^|[\s\]])WARNING(?::[\w.]*:|\s+\S+\.py:[0-9]+ --)|^W[0-9]{4} [0-9:.]+ ")
+
+
+# A crash line that says the process aborted (SIGABRT by number or name, Aborted, 134 = 128 + 6, exitcode -6).
+_ABORT = re.compile(r"signal 6\b|SIGABRT|\bAbort(?:ed)?\b|\b134\b|exitcode: -6\b")
+
+
+def _logged_warning(ev: Evidence) -> bool:
+    return _WARNING_LEVEL.search(ev.text) is not None
 
 
 # Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full
@@ -466,10 +482,18 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         if e.host is not None and e.host_means in _ORIGIN_MEANINGS
         and (e.failure_class is None or e.failure_class in _ORIGIN_CLASSES)
     ]
-    # A crash after the first failure line is the teardown's (the seed: PALS reports the survivors' SIGSEGV too).
-    first_root = next((e.line for e in evidence if e.role is Role.ROOT and e.failure_class is not None), None)
-    starts = [e for e in starts if not (_is_crash(e) and first_root is not None and e.line > first_root)]
+    # A crash after the first failure line is the teardown's (the seed: PALS reports the survivors' SIGSEGV too),
+    # except where that line is a process's own running out of memory and names no host: an abort (SIGABRT) that
+    # follows first (a C++ bad_alloc's terminate, a runtime's abort) is that process dying, and names where it ran.
+    # Other signals after it are the peers' (the seed: one rank's bad_alloc, then thousands of SIGSEGVs).
+    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None), None)
+    first_root = root.line if root is not None else None
+    late = [e for e in starts if _is_crash(e) and first_root is not None and e.line > first_root]
+    starts = [e for e in starts if not any(e is x for x in late)]
     starts = _not_torn_down(_before_teardown(starts, evidence, strict=True), evidence)
+    if (late and not starts and root is not None and root.failure_class is FailureClass.OOM and root.host is None
+            and _ABORT.search(late[0].text)):
+        starts = late[:1]
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
