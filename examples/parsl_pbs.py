@@ -56,7 +56,7 @@ def main() -> int:
         inner = PBSProProvider(nodes_per_block=2, walltime="00:30:00", launcher=SimpleLauncher(), cpus_per_node=64,
                                queue=args.queue, account=args.account)
         mpi_launcher = "mpiexec"
-    provider = FailoverProvider(inner, spares_per_block=1, run_dir=here / "hotspare")
+    provider = FailoverProvider(inner, spares_per_block=1, run_dir=here / "hotspare-run")
     config = Config(
         executors=[MPIExecutor(label="mpi", address="127.0.0.1" if args.torque else None, mpi_launcher=mpi_launcher,
                                max_workers_per_block=1, provider=provider, block_error_handler=block_error_handler)],

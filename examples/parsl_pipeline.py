@@ -59,9 +59,9 @@ def config(workdir: Path, inner: ExecutionProvider | None = None) -> tuple[Confi
     """The pipeline's config: ``inner`` wrapped (default: LocalProvider blocks as simulated hosts d1, d2)."""
     if inner is None:
         provider = FailoverProvider(LocalProvider(init_blocks=1, min_blocks=0, max_blocks=1),
-                                    run_dir=workdir / "hotspare", simulated_hosts=["d1", "d2"])
+                                    run_dir=workdir / "hotspare-run", simulated_hosts=["d1", "d2"])
     else:
-        provider = FailoverProvider(inner, run_dir=workdir / "hotspare")
+        provider = FailoverProvider(inner, run_dir=workdir / "hotspare-run")
     executor = HighThroughputExecutor(label="pipeline", address="127.0.0.1", loopback_address="127.0.0.1",
                                       max_workers_per_node=1, heartbeat_period=1, heartbeat_threshold=4,
                                       provider=provider, block_error_handler=block_error_handler)

@@ -41,7 +41,7 @@ def main() -> int:
     provider = FailoverProvider(  # the one changed line: SlurmProvider(...) wrapped
         SlurmProvider(nodes_per_block=2, init_blocks=1, max_blocks=1, walltime="00:10:00", launcher=SimpleLauncher(),
                       exclusive=False),
-        spares_per_block=1, run_dir=here / "hotspare")
+        spares_per_block=1, run_dir=here / "hotspare-run")
     config = Config(
         executors=[MPIExecutor(label="mpi", address="127.0.0.1", mpi_launcher="srun", max_workers_per_block=1,
                                provider=provider, block_error_handler=block_error_handler)],

@@ -49,6 +49,7 @@ from hotspare_dask.jobs import build_pbs_no_rerun
 from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, settled, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
+from hotspare_dask.settings import PRELOAD
 
 #: The scheduler and its dashboard on loopback, on free ports: nothing in these tests listens beyond this host.
 LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
@@ -56,7 +57,8 @@ LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
 
 def normalise(script: str, tmp_path: Path, address: str) -> str:
     """A script with the run's own paths and scheduler address replaced by fixed words (for golden checks)."""
-    return script.replace(sys.executable, "PYTHON").replace(str(tmp_path), "TMP").replace(address, "SCHEDULER")
+    return (script.replace(sys.executable, "PYTHON").replace(str(tmp_path), "TMP").replace(address, "SCHEDULER")
+            .replace(PRELOAD[1], "PRELOAD.py"))
 
 
 @pytest.fixture
@@ -96,7 +98,7 @@ SLURM_GOLDEN = textwrap.dedent("""\
     #SBATCH --mem=4G
     #SBATCH -t 00:30:00{exclude}
 
-    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name {name} --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name {name} --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload PRELOAD.py
     """)
 
 
@@ -130,7 +132,7 @@ PBS_GOLDEN = textwrap.dedent("""\
     #PBS -o TMP/logs/
     #PBS -r n
 
-    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload hotspare_dask.preload
+    HOTSPARE_RUN_DIR=TMP/run PYTHON -m distributed.cli.dask_worker SCHEDULER --name FailoverPBSCluster-0 --nthreads 1 --memory-limit 0.93GiB --nworkers 4 --nanny --death-timeout 60 --preload PRELOAD.py
     """)
 
 
@@ -278,14 +280,24 @@ def test_node_identity(environ: dict[str, str], expected: dict[str, str]) -> Non
     assert node_identity(environ, "kernel-name") == expected
 
 
-def test_preload_reaches_the_scheduler_from_a_real_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real worker started with the preload registers its node and job on a real scheduler (loopback)."""
+@pytest.mark.parametrize("preload", ["hotspare_dask.preload", PRELOAD[1]], ids=["module", "file"])
+def test_preload_reaches_the_scheduler_from_a_real_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          preload: str) -> None:
+    """A real worker started with the preload, by module name or by the file path the clusters give (a worker in
+    a directory holding folders named like the packages), registers its node and job on a real scheduler
+    (loopback). The file imports nothing of hotspare's, so such folders cannot stand in for it."""
+    (tmp_path / "hotspare").mkdir()
+    (tmp_path / "hotspare_dask").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert Path(PRELOAD[1]).is_absolute() and "hotspare" not in PRELOAD[1].rsplit("/", 1)[1]
+    assert "import hotspare" not in Path(PRELOAD[1]).read_text() and "from hotspare" not in Path(PRELOAD[1]).read_text()
     monkeypatch.setenv("SLURMD_NODENAME", "n3")
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
 
     async def run() -> dict[str, Any]:
         async with Scheduler(host="127.0.0.1", dashboard_address=None) as scheduler, \
-                Worker(scheduler.address, host="127.0.0.1", preload=["hotspare_dask.preload"]):
+                Worker(scheduler.address, host="127.0.0.1", preload=[preload]):
             (state,) = scheduler.workers.values()
             return dict(state.extra)
 

@@ -38,7 +38,7 @@ def test_the_argv_runs_the_supervisor_on_nhosts_with_the_workflows_quarantine() 
     """The command follows ``--``; the quarantine snapshot, the task's run dir and nhosts are passed as flags."""
     argv = build_launch_argv(["python", "train.py"], nhosts=2, launcher="srun", quarantine=Path("/wf/quarantine.json"),
                              run_dir=Path("/wf/tasks/t1"), python="PY")
-    assert argv == ["PY", "-m", "hotspare", "launch", "--launcher", "srun", "--nhosts", "2",
+    assert argv == ["PY", "-P", "-m", "hotspare", "launch", "--launcher", "srun", "--nhosts", "2",
                     "--quarantine", "/wf/quarantine.json", "--run-dir", "/wf/tasks/t1", "--", "python", "train.py"]
 
 

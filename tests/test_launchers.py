@@ -40,8 +40,8 @@ ARGV = [
     ("srun", (), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", *CMD]),
     ("srun", ("--gpus-per-task=1",), ["srun", f"--nodelist={RAW[0]},{RAW[1]}", "-N", "2", "--ntasks-per-node", "4", "-n", "8", "--kill-on-bad-exit=1", "--overlap", "--gpus-per-task=1", *CMD]),
     ("mpirun", (), ["mpirun", "--hostfile", str(HF), "-n", "8", "--map-by", "ppr:4:node", *CMD]),
-    ("local", (), [sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--", *CMD]),
-    ("local", ("--pids", "/run/job/pids.json"), [sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--pids", "/run/job/pids.json", "--", *CMD]),
+    ("local", (), [sys.executable, "-P", "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--", *CMD]),
+    ("local", ("--pids", "/run/job/pids.json"), [sys.executable, "-P", "-m", "hotspare.sim.local_launcher", "--hostfile", str(HF), "--ppn", "4", "--pids", "/run/job/pids.json", "--", *CMD]),
 ]
 
 

@@ -324,10 +324,10 @@ def test_pipeline_driver_survives_its_block_by_whole_job_retry(tmp_path: Path) -
     assert [(r.scope, r.fault.value, r.cost) for r in retries] == [("whole_job", "node", 0.0)]
     assert retries[0].try_s is not None and retries[0].try_s > 0.5
     # The workflow directory reads back through `hotspare postmortem`: the lost block, the free retry, d1 kept out.
-    shown = run_cli("postmortem", str(tmp_path / "hotspare"))
+    shown = run_cli("postmortem", str(tmp_path / "hotspare-run"))
     assert shown.returncode == 0, shown.stderr
     assert "whole_job  node       0" in shown.stdout and "d1 (scheduler)" in shown.stdout, shown.stdout
-    data = json.loads(run_cli("postmortem", "--json", str(tmp_path / "hotspare")).stdout)
+    data = json.loads(run_cli("postmortem", "--json", str(tmp_path / "hotspare-run")).stdout)
     assert [(r["scope"], r["fault"]) for r in data["retries"]] == [("whole_job", "node")]
     assert [q["host"] for q in data["quarantine"]] == ["d1"]
 
@@ -365,6 +365,28 @@ def test_block_hook_reads_the_snapshot_and_writes_only_its_own_directory(tmp_pat
     assert "export SLURM_NODELIST=n1,n3\n" in done.stdout and "export HOTSPARE_BLOCK_SPARES=n4\n" in done.stdout
     assert {p: p.stat().st_mtime_ns for p in wf.iterdir() if p.is_file()} == before
     assert sorted(p.name for p in (wf / "blocks").iterdir()) == ["b0"]
+
+
+def test_a_block_hook_run_beside_folders_named_like_the_packages_imports_the_installed_ones(tmp_path: Path) -> None:
+    """A workflow's working directory may hold a folder named ``hotspare`` (a natural run directory) or a stray
+    ``hotspare_dask``: the block prologue's hook still imports the installed packages (``python -P``: the working
+    directory is not put first on ``sys.path``). Run the old way, the same folder is named in one line."""
+    work = tmp_path / "work"
+    (work / "hotspare").mkdir(parents=True)
+    (work / "hotspare_dask").mkdir()
+    wf = tmp_path / "wf"
+    owner = Quarantine.open(wf / "ledger.sqlite", snapshot=wf / SNAPSHOT_NAME)
+    owner.add(Host("n2"), "probed", detail="test")
+    env = {"SLURM_JOB_NODELIST": "n[1-4]", "SLURMD_NODENAME": "n1", "PATH": os.environ["PATH"]}
+    script = block_prologue(sys.executable, wf, 1, "b0") + 'echo "active=$SLURM_NODELIST spares=$HOTSPARE_BLOCK_SPARES"\n'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=work, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "active=n1,n3 spares=n4" in done.stdout
+    old = subprocess.run([sys.executable, "-m", "hotspare_parsl.block", "--run-dir", str(wf), "--spares", "1",
+                          "--job-name", "b1"], capture_output=True, text=True, env=env, cwd=work, timeout=60, check=False)
+    assert old.returncode != 0
+    assert f"ImportError: the folder {work / 'hotspare'} hides the installed hotspare package" in old.stderr, old.stderr
 
 
 def test_import_without_parsl_names_the_extra() -> None:

@@ -12,6 +12,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("hotspare_dask needs dask-jobqueue: install the extra with pip install 'hotspare[dask]'") from exc
 
+import hotspare as _core
+
+if getattr(_core, "__file__", None) is None:  # a bare folder named hotspare was found before the package
+    _folder = next(iter(getattr(_core, "__path__", [])), "hotspare")
+    raise ImportError(f"the folder {_folder} hides the installed hotspare "
+                      "package (a directory named hotspare in the working directory or on PYTHONPATH): rename it "
+                      "(run directories default to hotspare-parsl / hotspare-dask) or run from elsewhere")
+
 from hotspare_dask.blame import Settled, TaskBlame
 from hotspare_dask.cluster import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob

@@ -112,7 +112,7 @@ def build_launch_argv(command: Sequence[str], *, nhosts: int, launcher: str, qua
     if launcher not in LAUNCHERS:
         raise ValueError(f"launcher={launcher!r}: use one of {', '.join(LAUNCHERS)}")
     extra = _words(options, "options")
-    argv = [python, "-m", "hotspare", "launch", "--launcher", launcher, "--nhosts", str(nhosts),
+    argv = [python, "-P", "-m", "hotspare", "launch", "--launcher", launcher, "--nhosts", str(nhosts),
             "--quarantine", str(quarantine), "--run-dir", str(run_dir)]
     if checkpoint_dir is not None:
         argv += ["--checkpoint-dir", os.fspath(checkpoint_dir)]

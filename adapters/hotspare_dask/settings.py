@@ -9,6 +9,8 @@ from typing import Any, cast
 import dask.config
 from distributed.deploy.utils import nprocesses_nthreads
 
+from hotspare_dask import preload as preload_module
+
 #: dask-jobqueue's own default split of a job's cores into worker processes (distributed leaves it untyped).
 _nprocesses_nthreads = cast(Callable[[int], tuple[int, int]], nprocesses_nthreads)
 
@@ -18,8 +20,10 @@ JUDGE_POLL_S = 2.0
 #: it counts toward its tasks' allowed-failures anyway (the scheduler commands and log reads take this long at most).
 VERDICT_MARGIN_S = 60.0
 
-#: The worker option that loads :mod:`hotspare_dask.preload` in every worker.
-PRELOAD = ("--preload", "hotspare_dask.preload")
+#: The worker option that loads :mod:`hotspare_dask.preload` in every worker: by its file's path, not its module
+#: name, so a folder named ``hotspare_dask`` or ``hotspare`` in a worker's working directory (first on its
+#: ``sys.path``) cannot stand in for the package (the preload imports nothing of hotspare's).
+PRELOAD = ("--preload", str(Path(preload_module.__file__ or "preload.py").resolve()))
 
 
 def failover_settings(run_dir: str | Path, quarantine_ttl_s: float | None, max_submits: int, window_s: float,
@@ -59,7 +63,7 @@ def explicit_job_kwargs(kwargs: dict[str, Any], config_name: str) -> dict[str, A
     if given is None:
         given = dask.config.get(f"jobqueue.{config_name}.worker-extra-args", None) or out.get("extra") or []
     args = list(given)
-    if "hotspare_dask.preload" not in args:
+    if not any(a in ("hotspare_dask.preload", PRELOAD[1]) for a in args):
         args += list(PRELOAD)
     out["worker_extra_args"] = args
     return out

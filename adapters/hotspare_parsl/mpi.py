@@ -50,7 +50,7 @@ def mpi_launch(
     if not words:
         raise ValueError("command is empty: give the program and its arguments as a list")
     q = shlex.quote
-    parts = [q(python or sys.executable), "-m", "hotspare", "launch",
+    parts = [q(python or sys.executable), "-P", "-m", "hotspare", "launch",
              '--hosts "$PARSL_MPI_NODELIST"', '--spare-hosts "${HOTSPARE_BLOCK_SPARES:-}"',
              '--ppn "${PARSL_RANKS_PER_NODE:-1}"', '--quarantine "${HOTSPARE_QUARANTINE:-}"',
              '--spare-claims "${HOTSPARE_SPARE_CLAIMS:-}"',

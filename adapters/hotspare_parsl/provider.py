@@ -149,7 +149,7 @@ def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> st
     spares — when the helper fails (``eval`` of nothing succeeds): the block exits ``HOOK_EXIT`` with
     a ``HOOK_FAILED`` line on its stderr instead, which the provider reads when it judges the block.
     """
-    argv = [python, "-m", "hotspare_parsl.block", "--run-dir", str(run_dir), "--spares", str(spares),
+    argv = [python, "-P", "-m", "hotspare_parsl.block", "--run-dir", str(run_dir), "--spares", str(spares),
             "--job-name", job_name]
     helper = " ".join(shlex.quote(a) for a in argv)
     failed = shlex.quote(f"{HOOK_FAILED}: python -m hotspare_parsl.block exited")

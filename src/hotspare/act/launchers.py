@@ -187,7 +187,7 @@ def _mpirun(spec: LaunchSpec) -> list[str]:
 
 def _local(spec: LaunchSpec) -> list[str]:
     return [
-        spec.program or sys.executable, "-m", "hotspare.sim.local_launcher", "--hostfile", str(spec.hostfile),
+        spec.program or sys.executable, "-P", "-m", "hotspare.sim.local_launcher", "--hostfile", str(spec.hostfile),
         "--ppn", str(spec.ppn), *spec.extra_args, "--", *spec.command,
     ]
 

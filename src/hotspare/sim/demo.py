@@ -65,8 +65,8 @@ def run_demo(workdir: Path, *, seed: int | None = None, out: TextIO = sys.stdout
     rng = random.Random(seed)  # noqa: S311 -- picks the demo's victim, not a secret
     ckpt = workdir / "ckpt"
     config = RunConfig(
-        command=(sys.executable, "-m", "hotspare.sim.trainer", "--steps", str(STEPS), "--ckpt-every", str(CKPT_EVERY),
-                 "--ckpt-dir", str(ckpt), "--step-s", "0.03"),
+        command=(sys.executable, "-P", "-m", "hotspare.sim.trainer", "--steps", str(STEPS),
+                 "--ckpt-every", str(CKPT_EVERY), "--ckpt-dir", str(ckpt), "--step-s", "0.03"),
         allocation=HOSTS, nhosts=3, launcher="local", ppn=2, checkpoint_dir=str(ckpt),
         idle_timeout_s=30, grace_s=2, probe_timeout_s=5, budgets=Budgets(backoff_base_s=0.5, backoff_max_s=2),
     )
