@@ -41,6 +41,7 @@ from hotspare_parsl import (
     RetryHandler,
     block_error_handler,
     block_prologue,
+    mpi_launch,
     pin_pbs_select,
     retry_handler,
 )
@@ -466,3 +467,28 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
         FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf2", hosts="p1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="hosts= is for PBS"):
         FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"launcher": "srun"}, "--launcher srun --"),
+    ({"launcher": "mpiexec", "launcher_cmd": "mpiexec.hydra", "launcher_rsh": "/opt/pbs/bin/pbs_tmrsh"},
+     "--launcher mpiexec --launcher-cmd mpiexec.hydra --launcher-rsh /opt/pbs/bin/pbs_tmrsh --"),
+    ({"launcher": "mpiexec", "launcher_rsh": "/opt/my pbs/pbs_tmrsh"}, "--launcher-rsh '/opt/my pbs/pbs_tmrsh' --"),
+])
+def test_mpi_launch_line(kwargs: dict[str, str], expected: str) -> None:
+    """The line a bash app returns: hotspare launch with the launcher's options, the command quoted word by word."""
+    line = mpi_launch(["train.py", "a b;c"], python="/venv/python", **kwargs)
+    assert line.startswith("/venv/python -m hotspare launch ")
+    assert expected in line and line.endswith("-- train.py 'a b;c'")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"launcher": "srun", "launcher_rsh": "pbs_tmrsh"}, "is for MPICH Hydra: give launcher='mpiexec'"),
+    ({"launcher": "mpiexec", "launcher_rsh": " pbs_tmrsh"}, "empty or padded"),
+    ({"launcher": "mpiexec", "launcher_rsh": ""}, "empty or padded"),
+    ({"launcher": "aprun"}, "use one of"),
+])
+def test_mpi_launch_refuses_bad_options_in_the_workflow(kwargs: dict[str, str], message: str) -> None:
+    """A bad launcher or remote shell fails when the app is called, in the workflow, not later on a node."""
+    with pytest.raises(ValueError, match=message):
+        mpi_launch(["train.py"], **kwargs)
