@@ -45,7 +45,7 @@ from hotspare_parsl import (
     pin_pbs_select,
     retry_handler,
 )
-from hotspare_parsl.block import split_block
+from hotspare_parsl.block import exports, split_block
 from hotspare_parsl.layout import read_record
 from hotspare_parsl.provider import _Block, merge_qstat_json, qsub_with_output, split_qstat_json
 
@@ -476,9 +476,11 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
     ({"launcher": "mpiexec", "launcher_rsh": "/opt/my pbs/pbs_tmrsh"}, "--launcher-rsh '/opt/my pbs/pbs_tmrsh' --"),
 ])
 def test_mpi_launch_line(kwargs: dict[str, str], expected: str) -> None:
-    """The line a bash app returns: hotspare launch with the launcher's options, the command quoted word by word."""
+    """The line a bash app returns: hotspare launch with the launcher's options, the command quoted word by word,
+    the job's own node file handed back first inside a PBS block."""
     line = mpi_launch(["train.py", "a b;c"], python="/venv/python", **kwargs)
-    assert line.startswith("/venv/python -m hotspare launch ")
+    assert line.startswith('${HOTSPARE_JOB_NODEFILE:+env PBS_NODEFILE="$HOTSPARE_JOB_NODEFILE"} /venv/python -m '
+                           "hotspare launch ")
     assert expected in line and line.endswith("-- train.py 'a b;c'")
 
 
@@ -492,3 +494,33 @@ def test_mpi_launch_refuses_bad_options_in_the_workflow(kwargs: dict[str, str], 
     """A bad launcher or remote shell fails when the app is called, in the workflow, not later on a node."""
     with pytest.raises(ValueError, match=message):
         mpi_launch(["train.py"], **kwargs)
+
+
+@pytest.mark.parametrize("job_nodefile", ["", "/var/spool/pbs/aux/7.s"])
+def test_the_supervisor_gets_the_jobs_own_node_file_back(tmp_path: Path, job_nodefile: str) -> None:
+    """Run by a shell, the line's first word gives the supervisor the job's PBS_NODEFILE (pbs_tmrsh finds a host's
+    TM node by its line there) when the block hook set HOTSPARE_JOB_NODEFILE, and changes nothing otherwise."""
+    line = mpi_launch(["ignored"], launcher="mpiexec", python=sys.executable)
+    show = line.split(" -m hotspare ")[0] + ' -c "import os; print(os.environ.get(\'PBS_NODEFILE\'))"'
+    env = {"PATH": os.environ["PATH"], "PBS_NODEFILE": "/narrowed"}
+    if job_nodefile:
+        env["HOTSPARE_JOB_NODEFILE"] = job_nodefile
+    done = subprocess.run(["sh", "-c", show], capture_output=True, text=True, env=env, timeout=30, check=True)
+    assert done.stdout.strip() == (job_nodefile or "/narrowed")
+
+
+def test_a_pbs_blocks_hook_keeps_the_jobs_node_file_for_pbs_tmrsh(tmp_path: Path) -> None:
+    """In a PBS block the hook narrows PBS_NODEFILE to the active nodes (for Parsl's MPI scheduler) and exports the
+    job's own as HOTSPARE_JOB_NODEFILE: pbs_tmrsh maps a host to its TM node by its line in PBS_NODEFILE, so with
+    the narrowed file a spare is "not a node in job" and a host after a quarantined one maps to the wrong node."""
+    wf = tmp_path / "wf"
+    owner = Quarantine.open(wf / "ledger.sqlite", snapshot=wf / SNAPSHOT_NAME)
+    owner.add(Host("p2"), "probed", detail="test")
+    nodefile = tmp_path / "aux" / "7.s"
+    nodefile.parent.mkdir()
+    nodefile.write_text("p1\np2\np3\np4\n")
+    lines = exports(wf, 1, "b0", {"PBS_NODEFILE": str(nodefile), "PBS_JOBID": "7.s"})
+    assert f"export HOTSPARE_JOB_NODEFILE={nodefile}\n" in lines
+    assert f"export PBS_NODEFILE={wf / 'blocks' / 'b0' / 'active'}\n" in lines
+    assert (wf / "blocks" / "b0" / "active").read_text() == "p1\np3\n"
+    assert "export HOTSPARE_BLOCK_SPARES=p4\n" in lines

@@ -30,6 +30,10 @@ from hotspare import LauncherKind
 
 #: The launchers a task can run under (the embedded ``local`` one is for runs on one machine).
 LAUNCHERS = tuple(k.value for k in LauncherKind if k is not LauncherKind.LOCAL)
+#: Inside a PBS block the supervisor gets the job's own node file back (the block narrowed ``PBS_NODEFILE`` for
+#: Parsl's scheduler; pbs_tmrsh maps hosts to TM nodes by their lines in it: :mod:`hotspare_parsl.block`).
+#: Elsewhere the word expands to nothing and the line starts with the Python.
+JOB_NODEFILE = '${HOTSPARE_JOB_NODEFILE:+env PBS_NODEFILE="$HOTSPARE_JOB_NODEFILE"}'
 
 
 def mpi_launch(
@@ -58,7 +62,7 @@ def mpi_launch(
     if not words:
         raise ValueError("command is empty: give the program and its arguments as a list")
     q = shlex.quote
-    parts = [q(python or sys.executable), "-m", "hotspare", "launch",
+    parts = [JOB_NODEFILE, q(python or sys.executable), "-m", "hotspare", "launch",
              '--hosts "$PARSL_MPI_NODELIST"', '--spare-hosts "${HOTSPARE_BLOCK_SPARES:-}"',
              '--ppn "${PARSL_RANKS_PER_NODE:-1}"', '--quarantine "${HOTSPARE_QUARANTINE:-}"',
              '--spare-claims "${HOTSPARE_SPARE_CLAIMS:-}"',
