@@ -19,7 +19,7 @@ from parsl.app.errors import BashExitFailure
 from parsl.config import Config
 from parsl.executors import HighThroughputExecutor
 from parsl.executors.high_throughput.errors import ManagerLost
-from parsl.providers import LocalProvider
+from parsl.providers import LocalProvider, PBSProProvider, TorqueProvider
 
 from conftest import run_cli
 from hotspare import (
@@ -453,8 +453,6 @@ def test_merge_qstat_json() -> None:
 def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) -> None:
     """FailoverProvider(PBSProProvider, hosts=...): pin candidates are the given hosts first, minus quarantined
     hosts and those a live block holds; fewer than a block needs: no pin. Bad ``hosts=`` is refused in one line."""
-    from parsl.providers import PBSProProvider  # noqa: PLC0415
-
     provider = FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf", hosts=["p1", "p2", "p3", "p4"])
     try:
         provider.quarantine.add(Host("p1"), QuarantineReason.SCHEDULER, detail="test")
@@ -467,6 +465,37 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
         FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf2", hosts="p1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="hosts= is for PBS"):
         FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])
+
+
+@pytest.mark.parametrize(("inner", "spares", "tolerant"), [
+    (PBSProProvider, 1, True),
+    (PBSProProvider, 0, False),  # no spare to take a lost node's place: PBS may end the block
+    (TorqueProvider, 1, False),  # Torque has no tolerate_node_failures
+])
+def test_a_pbs_pro_block_with_spares_outlives_a_sister_node(tmp_path: Path, inner: type[TorqueProvider],
+                                                            spares: int, tolerant: bool) -> None:
+    """The script a PBS Pro block with spares is submitted with asks PBS to tolerate a sister node's failure (by
+    default PBS ends the job, on the bed 106 s after the crash, taking the task on the spare with it); every PBS
+    block is not rerunnable."""
+    provider_inner = inner()
+    provider_inner.script_dir = str(tmp_path / "scripts")
+    os.mkdir(provider_inner.script_dir)
+    asked: list[str] = []
+
+    def qsub(cmd: str, timeout: int = 10) -> tuple[int, str, str]:
+        asked.append(cmd)
+        return 0, "12.s\n", ""
+
+    provider_inner.execute_wait = qsub  # type: ignore[method-assign]
+    provider = FailoverProvider(provider_inner, spares_per_block=spares, run_dir=tmp_path / "wf")
+    try:
+        provider.submit("sleep 1", 1)
+    finally:
+        provider.close()
+    (cmd,) = asked
+    script = Path(cmd.split()[-1]).read_text()
+    assert "#PBS -r n\n" in script
+    assert ("#PBS -W tolerate_node_failures=all\n" in script) is tolerant, script
 
 
 @pytest.mark.parametrize(("kwargs", "expected"), [
