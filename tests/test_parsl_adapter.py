@@ -19,7 +19,7 @@ from parsl.app.errors import BashExitFailure
 from parsl.config import Config
 from parsl.executors import HighThroughputExecutor
 from parsl.executors.high_throughput.errors import ManagerLost
-from parsl.providers import LocalProvider
+from parsl.providers import LocalProvider, PBSProProvider, TorqueProvider
 
 from conftest import run_cli
 from hotspare import (
@@ -41,10 +41,11 @@ from hotspare_parsl import (
     RetryHandler,
     block_error_handler,
     block_prologue,
+    mpi_launch,
     pin_pbs_select,
     retry_handler,
 )
-from hotspare_parsl.block import split_block
+from hotspare_parsl.block import exports, split_block
 from hotspare_parsl.layout import read_record
 from hotspare_parsl.provider import _Block, merge_qstat_json, qsub_with_output, split_qstat_json
 
@@ -474,8 +475,6 @@ def test_merge_qstat_json() -> None:
 def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) -> None:
     """FailoverProvider(PBSProProvider, hosts=...): pin candidates are the given hosts first, minus quarantined
     hosts and those a live block holds; fewer than a block needs: no pin. Bad ``hosts=`` is refused in one line."""
-    from parsl.providers import PBSProProvider  # noqa: PLC0415
-
     provider = FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf", hosts=["p1", "p2", "p3", "p4"])
     try:
         provider.quarantine.add(Host("p1"), QuarantineReason.SCHEDULER, detail="test")
@@ -488,3 +487,91 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
         FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf2", hosts="p1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="hosts= is for PBS"):
         FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])
+
+
+@pytest.mark.parametrize(("inner", "spares", "tolerant"), [
+    (PBSProProvider, 1, True),
+    (PBSProProvider, 0, False),  # no spare to take a lost node's place: PBS may end the block
+    (TorqueProvider, 1, False),  # Torque has no tolerate_node_failures
+])
+def test_a_pbs_pro_block_with_spares_outlives_a_sister_node(tmp_path: Path, inner: type[TorqueProvider],
+                                                            spares: int, tolerant: bool) -> None:
+    """The script a PBS Pro block with spares is submitted with asks PBS to tolerate a sister node's failure (by
+    default PBS ends the job, on the bed 106 s after the crash, taking the task on the spare with it); every PBS
+    block is not rerunnable."""
+    provider_inner = inner()
+    provider_inner.script_dir = str(tmp_path / "scripts")
+    os.mkdir(provider_inner.script_dir)
+    asked: list[str] = []
+
+    def qsub(cmd: str, timeout: int = 10) -> tuple[int, str, str]:
+        asked.append(cmd)
+        return 0, "12.s\n", ""
+
+    provider_inner.execute_wait = qsub  # type: ignore[method-assign]
+    provider = FailoverProvider(provider_inner, spares_per_block=spares, run_dir=tmp_path / "wf")
+    try:
+        provider.submit("sleep 1", 1)
+    finally:
+        provider.close()
+    (cmd,) = asked
+    script = Path(cmd.split()[-1]).read_text()
+    assert "#PBS -r n\n" in script
+    assert ("#PBS -W tolerate_node_failures=all\n" in script) is tolerant, script
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"launcher": "srun"}, "--launcher srun --"),
+    ({"launcher": "mpiexec", "launcher_cmd": "mpiexec.hydra", "launcher_rsh": "/opt/pbs/bin/pbs_tmrsh"},
+     "--launcher mpiexec --launcher-cmd mpiexec.hydra --launcher-rsh /opt/pbs/bin/pbs_tmrsh --"),
+    ({"launcher": "mpiexec", "launcher_rsh": "/opt/my pbs/pbs_tmrsh"}, "--launcher-rsh '/opt/my pbs/pbs_tmrsh' --"),
+])
+def test_mpi_launch_line(kwargs: dict[str, str], expected: str) -> None:
+    """The line a bash app returns: hotspare launch with the launcher's options, the command quoted word by word,
+    the job's own node file handed back first inside a PBS block."""
+    line = mpi_launch(["train.py", "a b;c"], python="/venv/python", **kwargs)
+    assert line.startswith('${HOTSPARE_JOB_NODEFILE:+env PBS_NODEFILE="$HOTSPARE_JOB_NODEFILE"} /venv/python -P -m '
+                           "hotspare launch ")
+    assert expected in line and line.endswith("-- train.py 'a b;c'")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"launcher": "srun", "launcher_rsh": "pbs_tmrsh"}, "is for MPICH Hydra: give launcher='mpiexec'"),
+    ({"launcher": "mpiexec", "launcher_rsh": " pbs_tmrsh"}, "empty or padded"),
+    ({"launcher": "mpiexec", "launcher_rsh": ""}, "empty or padded"),
+    ({"launcher": "aprun"}, "use one of"),
+])
+def test_mpi_launch_refuses_bad_options_in_the_workflow(kwargs: dict[str, str], message: str) -> None:
+    """A bad launcher or remote shell fails when the app is called, in the workflow, not later on a node."""
+    with pytest.raises(ValueError, match=message):
+        mpi_launch(["train.py"], **kwargs)
+
+
+@pytest.mark.parametrize("job_nodefile", ["", "/var/spool/pbs/aux/7.s"])
+def test_the_supervisor_gets_the_jobs_own_node_file_back(tmp_path: Path, job_nodefile: str) -> None:
+    """Run by a shell, the line's first word gives the supervisor the job's PBS_NODEFILE (pbs_tmrsh finds a host's
+    TM node by its line there) when the block hook set HOTSPARE_JOB_NODEFILE, and changes nothing otherwise."""
+    line = mpi_launch(["ignored"], launcher="mpiexec", python=sys.executable)
+    show = line.split(" -m hotspare ")[0] + ' -c "import os; print(os.environ.get(\'PBS_NODEFILE\'))"'
+    env = {"PATH": os.environ["PATH"], "PBS_NODEFILE": "/narrowed"}
+    if job_nodefile:
+        env["HOTSPARE_JOB_NODEFILE"] = job_nodefile
+    done = subprocess.run(["sh", "-c", show], capture_output=True, text=True, env=env, timeout=30, check=True)
+    assert done.stdout.strip() == (job_nodefile or "/narrowed")
+
+
+def test_a_pbs_blocks_hook_keeps_the_jobs_node_file_for_pbs_tmrsh(tmp_path: Path) -> None:
+    """In a PBS block the hook narrows PBS_NODEFILE to the active nodes (for Parsl's MPI scheduler) and exports the
+    job's own as HOTSPARE_JOB_NODEFILE: pbs_tmrsh maps a host to its TM node by its line in PBS_NODEFILE, so with
+    the narrowed file a spare is "not a node in job" and a host after a quarantined one maps to the wrong node."""
+    wf = tmp_path / "wf"
+    owner = Quarantine.open(wf / "ledger.sqlite", snapshot=wf / SNAPSHOT_NAME)
+    owner.add(Host("p2"), "probed", detail="test")
+    nodefile = tmp_path / "aux" / "7.s"
+    nodefile.parent.mkdir()
+    nodefile.write_text("p1\np2\np3\np4\n")
+    lines = exports(wf, 1, "b0", {"PBS_NODEFILE": str(nodefile), "PBS_JOBID": "7.s"})
+    assert f"export HOTSPARE_JOB_NODEFILE={nodefile}\n" in lines
+    assert f"export PBS_NODEFILE={wf / 'blocks' / 'b0' / 'active'}\n" in lines
+    assert (wf / "blocks" / "b0" / "active").read_text() == "p1\np3\n"
+    assert "export HOTSPARE_BLOCK_SPARES=p4\n" in lines

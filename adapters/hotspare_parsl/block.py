@@ -11,6 +11,11 @@ else the first) active, holds the last ``N`` back as spares, and prints ``export
 
 * ``SLURM_NODELIST`` / ``PBS_NODEFILE`` narrowed to the active nodes, so
   Parsl's MPI task scheduler hands out only those;
+* ``HOTSPARE_JOB_NODEFILE``: the job's own ``PBS_NODEFILE``, which :func:`hotspare_parsl.mpi_launch`
+  gives back to the task's supervisor. ``pbs_tmrsh`` (and any TM-based launcher) finds a host's TM node by
+  its line in ``PBS_NODEFILE``: with the narrowed file a spare is "not a node in job", and a host after a
+  quarantined one would be spawned on the wrong node (seen on the bed: the spare's probe failed and the
+  healthy spare was quarantined);
 * ``HOTSPARE_BLOCK_SPARES`` (comma-separated), ``HOTSPARE_QUARANTINE`` (the snapshot),
   ``HOTSPARE_SPARE_CLAIMS`` and ``HOTSPARE_RUN_DIR``, which :func:`hotspare_parsl.mpi_launch` commands read.
 
@@ -74,6 +79,7 @@ def exports(run_dir: Path, spares: int, job_name: str, environ: Mapping[str, str
     }
     if environ.get("PBS_NODEFILE"):
         write_atomic(own / "active", "".join(f"{h.raw}\n" for h in active))
+        lines["HOTSPARE_JOB_NODEFILE"] = environ["PBS_NODEFILE"]
         lines["PBS_NODEFILE"] = str(own / "active")
     if environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST"):
         lines["SLURM_NODELIST"] = ",".join(h.raw for h in active)

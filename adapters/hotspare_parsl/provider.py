@@ -8,7 +8,9 @@ What it adds to the wrapped provider (``inner``):
 
 * **spares**: each block asks ``inner`` for ``nodes_per_block + spares_per_block`` nodes; inside the
   job, :mod:`hotspare_parsl.block` narrows ``SLURM_NODELIST``/``PBS_NODEFILE`` to the active nodes
-  (what Parsl's MPI task scheduler hands out) and exports the spares for :func:`mpi_launch` commands;
+  (what Parsl's MPI task scheduler hands out) and exports the spares for :func:`mpi_launch` commands; a
+  block with spares is kept when a node other than its lead dies (SLURM ``--no-kill``, PBS Pro
+  ``-W tolerate_node_failures=all``): the task's supervisor swaps in a spare;
 * **placement away from quarantined hosts**: SLURM ``#SBATCH --exclude=`` (added to the wrapped
   provider's ``scheduler_options`` for that one submit, then restored); PBS Pro cannot exclude, so
   the ``select`` line of the instance's ``template_string`` is rewritten to pin ``host=`` chunks
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from parsl.jobs.states import JobState, JobStatus
+from parsl.providers import PBSProProvider
 from parsl.providers.base import ExecutionProvider
 
 from hotspare import (
@@ -86,6 +89,12 @@ log = logging.getLogger(__name__)
 #: node was never judged (seen on the bed). Ended instead (F, ``Exit_status -20``), the block is judged and
 #: replaced by Parsl's strategy, placed off the node. slurm-wlm-torque's sbatch ignores ``#PBS`` lines.
 PBS_NO_RERUN = "\n#PBS -r n\n"
+#: A PBS Pro block with spares outlives a sister node (SLURM's ``--no-kill``): the spare takes the node's place.
+#: Without it PBS ends the job (``Exit_status -14``, a sister failed) once the sister's MOM has been silent past
+#: ``$max_poll_downtime``, killing the task that moved to the spare: 106 s after a node crash on the bed (whose
+#: MOMs have it at 15 s; the default is 300 s), while with it the job was still running at 140 s. A dead mother
+#: superior still ends the block (PBS tolerates sister nodes only). Torque has no such attribute.
+PBS_TOLERATE = "#PBS -W tolerate_node_failures=all\n"
 
 
 class ResubmissionLimit(HotspareError):
@@ -332,7 +341,7 @@ class FailoverProvider(ExecutionProvider):
             if self._kind == "slurm" and "scheduler_options" in saved:
                 inner.scheduler_options = saved["scheduler_options"] + self._slurm_options(bad)
             if self._kind == "pbs" and "scheduler_options" in saved:
-                inner.scheduler_options = saved["scheduler_options"] + PBS_NO_RERUN
+                inner.scheduler_options = saved["scheduler_options"] + self._pbs_options()
             if self._kind == "pbs" and bad and "template_string" in saved:
                 good = self._known_good(inner.nodes_per_block)
                 if good:
@@ -355,6 +364,10 @@ class FailoverProvider(ExecutionProvider):
                 inner.execute_wait = own_execute
             for key, value in saved.items():
                 setattr(inner, key, value)
+
+    def _pbs_options(self) -> str:
+        tolerate = self.spares_per_block and isinstance(self.inner, PBSProProvider)
+        return PBS_NO_RERUN + (PBS_TOLERATE if tolerate else "")
 
     def _slurm_options(self, bad: list[Host]) -> str:
         extra = "#SBATCH --no-requeue\n"

@@ -3,13 +3,16 @@
 # slurm-wlm-torque's qsub over the SLURM bed), with upstream's plain PBSCluster and with hotspare's
 # FailoverPBSCluster; compared by compare.py. See README.md here.
 #
-#   conformance/dask_jobqueue/run_pbs.sh [--keep] [EXTRA PYTEST ARGS...]
+#   conformance/dask_jobqueue/run_pbs.sh [--keep] [--bed DIR] [EXTRA PYTEST ARGS...]
 #
 # pytest runs INSIDE the bed's network namespace (`python -m testbed pbs exec`), so qsub/qstat/qdel reach the bed's
 # server and the jobs' workers (on the bed's MOMs, which share that namespace) reach the scheduler on 127.0.0.1.
 # test_slurm.py is left out of collection: it runs sinfo at import time, which fails without a SLURM controller.
-# Each run gets a freshly booted bed, under the machine-wide PBS bed lock. Exit 1 if a test passed plain and not
-# failover.
+# Each run gets a freshly booted bed, under the machine-wide PBS bed lock (set HOTSPARE_PBS_LOCKED=1 when the caller
+# holds it already: flock(1) run again on the same file by a child of the holder waits forever). --bed DIR: run both
+# legs on the running bed recorded in DIR/bed.json instead (tests/test_conformance_pbs.py lends the test session's
+# bed: no boot), neither brought up nor down here; jobs a leg leaves are deleted either way. The work directory is
+# made under $TMPDIR (default /tmp). Exit 1 if a test passed plain and not failover.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,23 +22,28 @@ if [[ "${HOTSPARE_PBS_LOCKED:-}" != 1 ]]; then
     HOTSPARE_PBS_LOCKED=1 exec flock /tmp/hotspare-pbs-tests.lock "$0" "$@"
 fi
 
-keep=0
-if [[ "${1:-}" == --keep ]]; then keep=1; shift; fi
+keep=0 lent=""
+while [[ "${1:-}" == --keep || "${1:-}" == --bed ]]; do
+    case $1 in
+        --keep) keep=1; shift ;;
+        --bed) lent=$(cd "${2:?--bed needs the directory of a running bed}" && pwd); shift 2 ;;
+    esac
+done
 
 py="${HOTSPARE_PYTHON:-$repo/.venv/bin/python}"
 export PYTHONDONTWRITEBYTECODE=1
-work=$(mktemp -d /tmp/hotspare-jobqueue-pbs.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/hotspare-jobqueue-pbs.XXXXXX")
 chmod 755 "$work"
 results="$work/results"
 mkdir -p "$results"
-export HOTSPARE_PBS_BED="$work/bed"
+export HOTSPARE_PBS_BED="${lent:-$work/bed}"
 tests_dir=$("$py" -c 'import os, dask_jobqueue.tests as t; print(os.path.dirname(t.__file__))')
 
 bed() { (cd "$repo/tests" && PYTHONPATH="$repo/tests" "$py" -m testbed pbs "$@"); }
 
 finish() {
     local rc=$?
-    if [[ -f "$HOTSPARE_PBS_BED/bed.json" ]]; then bed down || true; fi
+    if [[ -z $lent && -f "$HOTSPARE_PBS_BED/bed.json" ]]; then bed down || true; fi
     if [[ $keep == 1 ]]; then echo "logs and JUnit files kept in $results"; else rm -rf "$work"; fi
     exit "$rc"
 }
@@ -43,6 +51,7 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 fresh_bed() {
+    if [[ -n $lent ]]; then bed exec -- qstat -B >/dev/null; return; fi  # the lender's bed: it must answer
     if [[ -f "$HOTSPARE_PBS_BED/bed.json" ]]; then bed down; fi
     bed up >/dev/null
 }
