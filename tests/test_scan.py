@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
 from hotspare.evidence import multi
-from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
 from hotspare.evidence.patterns.literals import required_words
@@ -387,37 +386,3 @@ def test_the_words_keying_each_prefilter_are_the_words_it_requires() -> None:
         form = multi.prefilter_form(pattern.regex)
         fast, parsed = form_words(pattern.regex, form), required_words(form)
         assert (fast and (set(fast[0]), fast[1])) == (parsed and (set(parsed[0]), parsed[1])), pattern.qualname
-
-
-def test_helpers_reading_a_big_file_find_what_an_ordered_read_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Most of a big file is read by the search helpers, each the lines that start in its range: lines across
-    every range boundary, CRLF and bare CR segments, NULs, a line longer than a block (the helpers leave the rest of
-    the file to the ordered read), a last line with no break. The result is the one the ordered read gives, and
-    the helpers did read."""
-    path = tmp_path / "big.log"
-    lines = [text.encode("utf-8") + b"\n" for _, text in EXAMPLES]
-    with path.open("wb") as out:
-        i, long_at = 0, scan_module.PARALLEL_READ_BYTES + 4 * BLOCK_BYTES
-        while out.tell() < scan_module.PARALLEL_READ_BYTES + 10 * BLOCK_BYTES:
-            out.write(b"[rank%d]: step %d loss=0.5 " % (i % 64, i) + b"." * (i % 5000) + b"\r\n")
-            if i % 700 == 0:
-                out.write(lines[(i // 700) % len(lines)].replace(b"\n", b"\x00\n"))
-            if long_at and out.tell() > long_at:
-                long_at = 0
-                out.write(b"progress 10%\rprogress 20%\r" + b"y" * (BLOCK_BYTES + scan_module._LINE_REACH) + b"\n")
-                out.write(lines[0])
-            i += 1
-        out.write(b"srun: error: n9: task 1: Killed")
-    size = path.stat().st_size
-    read = []
-    real = scan_module._read_lines
-    monkeypatch.setattr(scan_module, "_read_lines", lambda *a: read.append(a[2][0]) or real(*a))
-    parallel = scan(path, PATTERNS)
-    assert len(read) > 8
-    monkeypatch.setattr(scan_module, "PARALLEL_READ_BYTES", 1 << 62)
-    ordered = scan(path, PATTERNS)
-    assert parallel == ordered
-    assert parallel.bytes_read == size and parallel.lines == path.read_bytes().count(b"\n") + 1
-    assert parallel.truncated_lines == 1  # the long line: read in order from there on, matched on its head
-    assert max(read) < size - 4 * BLOCK_BYTES  # the helpers stopped at it
-    assert any(ev.pattern == "slurm.srun_tasks_killed" for ev in parallel.evidence)

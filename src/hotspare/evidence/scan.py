@@ -619,119 +619,16 @@ def _whole_lines(stream: IO[bytes]) -> Iterator[bytes]:
 def _scan_stream(scanner: Scanner, stream: IO[bytes], threads: int = SEARCH_THREADS) -> ScanResult:
     """Read, prepare and apply, in order, on this thread while ``threads`` helpers
     search the blocks ahead. At most ``threads + 1`` blocks are in flight, so
-    memory stays bounded. Most of a big regular file is read by the helpers
-    themselves (:func:`_read_ahead`): then this thread only applies."""
+    memory stays bounded."""
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hotspare-scan") as pool:
         inflight: deque[tuple[Block, Future[Spans]]] = deque()
-        first = True
         for data in _whole_lines(stream):
             for block in scanner.blocks(data):
                 inflight.append((block, pool.submit(scanner.search, block)))
                 if len(inflight) > threads:
                     done, spans = inflight.popleft()
                     scanner.apply(done, spans.result(), None)
-            if first:
-                first = False
-                region = _parallel_region(scanner, stream)
-                if region is not None:
-                    while inflight:
-                        done, spans = inflight.popleft()
-                        scanner.apply(done, spans.result(), None)
-                    stream.seek(_read_ahead(scanner, stream.fileno(), region, pool, threads))
         while inflight:
             done, spans = inflight.popleft()
             scanner.apply(done, spans.result(), None)
     return scanner.close()
-
-
-#: Files smaller than this are read by the calling thread alone.
-PARALLEL_READ_BYTES = 8 * BLOCK_BYTES
-#: Bytes read past a helper's range to find the end of its last line; a line longer than this sends the
-#: rest of the file back to the calling thread (which matches such a line on its head).
-_LINE_REACH = 64 << 10
-
-
-def _parallel_region(scanner: Scanner, stream: IO[bytes]) -> tuple[int, int] | None:
-    """Where the helpers may read themselves, after the first block: from here to the last line break of
-    the file as it is now (what is appended later is read in order after it), or None where that cannot
-    be done: not a regular file, too small, input read as a paste or rejoined at a terminal width, or a
-    line still open."""
-    if (scanner.wrap_width is not None or scanner._pending or scanner._skipping
-            or not stream.seekable() or scanner._size_hint is None or scanner._small()):
-        return None
-    try:
-        fd = stream.fileno()
-        size = os.fstat(fd).st_size
-    except (OSError, ValueError):
-        return None
-    start = stream.tell()
-    if size - start < PARALLEL_READ_BYTES:
-        return None
-    tail = os.pread(fd, BLOCK_BYTES, size - BLOCK_BYTES)
-    limit = size - BLOCK_BYTES + tail.rfind(b"\n") + 1
-    return (start, limit) if limit > start + BLOCK_BYTES else None
-
-
-def _read_ahead(scanner: Scanner, fd: int, region: tuple[int, int], pool: ThreadPoolExecutor, threads: int) -> int:
-    """Scan ``region`` of the file: each helper reads and searches the lines that start in one block-sized
-    range of it (:func:`_read_lines`), and this thread applies the results in order. Returns where the
-    calling thread carries on: the region's end, or, where a helper met a line too long to finish, the
-    end of the last block applied."""
-    start, limit = region
-    ranges = iter(range(start, limit, BLOCK_BYTES))
-    inflight: deque[Future[tuple[int, int, Block, Spans] | None]] = deque()
-    position = start
-
-    def submit() -> None:
-        at = next(ranges, None)
-        if at is not None:
-            inflight.append(pool.submit(_read_lines, scanner, fd, (at, min(at + BLOCK_BYTES, limit)), region))
-
-    for _ in range(threads + 1):
-        submit()
-    while inflight:
-        found = inflight.popleft().result()
-        if found is None:
-            break  # a line longer than the reach: the rest is read in order
-        first, end, block, spans = found
-        if first == end:
-            submit()
-            continue  # its range lies inside a line an earlier range finished
-        if first != position:
-            break  # the file changed under the helpers: the rest is read in order
-        scanner._bytes += end - first
-        scanner.apply(block, spans, None)
-        position = end
-        submit()
-    for future in inflight:
-        future.cancel()
-    return position
-
-
-def _read_lines(
-    scanner: Scanner, fd: int, span: tuple[int, int], region: tuple[int, int]
-) -> tuple[int, int, Block, Spans] | None:
-    """The lines of the file that start in ``span`` of ``region`` (whose start begins one), read and
-    searched: their first and end offsets, the block and its spans; None when the end of the last one is
-    not within :data:`_LINE_REACH` past the span. Pure but for the read."""
-    (at, stop), (start, limit) = span, region
-    if at == start:
-        first, skip, data = at, 0, os.pread(fd, stop - at + _LINE_REACH, at)
-    else:
-        data = os.pread(fd, stop - at + 1 + _LINE_REACH, at - 1)
-        skip = data.find(b"\n") + 1  # the byte before ``at`` says whether a line starts at ``at``
-        first = at - 1 + skip
-        if skip == 0 or first >= stop:
-            return (stop, stop, Block(b"", b"", True), Spans([], None, None, 0)) if skip else None
-    base = first - skip
-    if stop == limit:
-        end = limit
-    else:
-        brk = data.find(b"\n", stop - 1 - base)
-        if brk < 0:
-            return None
-        end = base + brk + 1
-    if end - base > len(data):
-        return None  # the file shrank
-    block = _prepare(data[skip : end - base], count_lines=True, strip=False)
-    return first, end, block, scanner.search(block)
