@@ -27,6 +27,7 @@ owns ``run_dir/ledger.sqlite`` (the quarantine and each job's record) and publis
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import threading
@@ -460,4 +461,5 @@ class FailoverPBSCluster(_Failover, PBSCluster):
 for _ours, _theirs in ((FailoverSLURMCluster, SLURMCluster), (FailoverPBSCluster, PBSCluster)):
     _doc = (_theirs.__doc__ or "").replace(f"from dask_jobqueue import {_theirs.__name__}",
                                            f"from hotspare_dask import {_ours.__name__}")
-    _ours.__doc__ = f"{_ours.__doc__}\n{_doc.replace(f'{_theirs.__name__}(', f'{_ours.__name__}(')}"
+    _ours.__doc__ = (f"{inspect.cleandoc(_ours.__doc__ or '')}\n\n"
+                     f"{inspect.cleandoc(_doc.replace(f'{_theirs.__name__}(', f'{_ours.__name__}('))}")

@@ -176,7 +176,7 @@ def _allocation_args(p: argparse.ArgumentParser) -> None:
 def _pattern_dir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--patterns", action="append", default=[], metavar="DIR",
-        help="extra directory of *.toml packs (repeatable; also $HOTSPARE_PATTERNS)",
+        help="extra directory of pack files, NAME.toml (repeatable; also $HOTSPARE_PATTERNS)",
     )
 
 
