@@ -8,7 +8,7 @@ import pytest
 
 from hotspare import Host
 from hotspare.decide.pool import Pool, resolve_allocation
-from hotspare.errors import AllocationError
+from hotspare.errors import EXIT_RETRY_ELSEWHERE, EXIT_USAGE, AllocationError, HostsExhausted
 
 
 def names(hosts: list[Host]) -> list[str]:
@@ -32,7 +32,7 @@ def test_no_allocation_is_an_error() -> None:
         resolve_allocation(environ={})
 
 
-@pytest.mark.parametrize(("n", "message"), [(0, "at least one"), (5, "more than the 4 usable hosts")])
+@pytest.mark.parametrize(("n", "message"), [(0, "at least one"), (5, "more than the 4 hosts of the allocation")])
 def test_split_refuses_impossible_sizes(n: int, message: str) -> None:
     """--nhosts 0 or more than the allocation: an error naming the numbers."""
     with pytest.raises(AllocationError, match=message):
@@ -47,3 +47,16 @@ def test_split_and_swap() -> None:
     assert names(list(swapped.active)) == ["n1", "n4", "n5"] and swapped.spare == ()
     with pytest.raises(AllocationError):
         swapped.swap({Host("n1")})
+
+
+def test_too_few_healthy_hosts_is_node_evidence_not_bad_input() -> None:
+    """More active hosts than the allocation holds is bad input (exit 2); enough hosts, but too few left once the
+    quarantine is left out, is the allocation's fault (exit 93: resubmit elsewhere), as a Parsl retry on a block
+    whose spares are spent meets it."""
+    hosts = [Host(f"n{i}") for i in range(1, 4)]
+    with pytest.raises(AllocationError) as bad:
+        Pool.split(hosts, 4)
+    assert bad.value.exit_code == EXIT_USAGE and not isinstance(bad.value, HostsExhausted)
+    with pytest.raises(HostsExhausted, match=r"\(1 quarantined or claimed\): resubmit on a new allocation") as spent:
+        Pool.split(hosts, 3, exclude={Host("n2")})
+    assert spent.value.exit_code == EXIT_RETRY_ELSEWHERE

@@ -247,7 +247,7 @@ def test_hostile_allocation_is_refused_before_anything_runs(tmp_path: Path, host
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--hosts", "n[1-2]", "--nhosts", "3"], "more than the 2 usable hosts"),
+    (["--hosts", "n[1-2]", "--nhosts", "3"], "more than the 2 hosts of the allocation"),
     (["--hostfile", "/nonexistent/hosts"], "cannot read"),
     (["--hosts", "n1"], "no command"),
 ])

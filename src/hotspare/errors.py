@@ -55,6 +55,13 @@ class AllocationError(HotspareError):
     """The hosts given cannot make the requested active set."""
 
 
+class HostsExhausted(AllocationError):
+    """Too few healthy hosts left for the active set, once the quarantine (and spares other runs claimed) are left
+    out: node evidence, not bad input, so the run is for another allocation (exit 93)."""
+
+    exit_code = EXIT_RETRY_ELSEWHERE
+
+
 class PreflightError(HotspareError):
     """A check before launch failed (free space, checkpoint directory)."""
 

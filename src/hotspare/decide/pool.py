@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hotspare.errors import AllocationError
+from hotspare.errors import AllocationError, HostsExhausted
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 
 
@@ -26,10 +26,12 @@ class Pool:
             raise AllocationError(f"--nhosts {nhosts}: need at least one active host")
         if not hosts:
             raise AllocationError("empty allocation: give --hosts, --hostfile, or run inside a PBS/SLURM job")
+        if nhosts > len(hosts):
+            raise AllocationError(f"--nhosts {nhosts} is more than the {len(hosts)} hosts of the allocation")
         if nhosts > len(usable):
-            left_out = f" ({len(hosts) - len(usable)} quarantined)" if len(usable) < len(hosts) else ""
-            raise AllocationError(
-                f"--nhosts {nhosts} is more than the {len(usable)} usable hosts of the allocation{left_out}"
+            raise HostsExhausted(
+                f"--nhosts {nhosts} is more than the {len(usable)} usable hosts of the allocation "
+                f"({len(hosts) - len(usable)} quarantined or claimed): resubmit on a new allocation"
             )
         return cls(tuple(usable[:nhosts]), tuple(usable[nhosts:]))
 
