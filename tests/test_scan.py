@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
 from hotspare.evidence import multi
+from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
 from hotspare.evidence.patterns.literals import required_words
@@ -386,3 +387,13 @@ def test_the_words_keying_each_prefilter_are_the_words_it_requires() -> None:
         form = multi.prefilter_form(pattern.regex)
         fast, parsed = form_words(pattern.regex, form), required_words(form)
         assert (fast and (set(fast[0]), fast[1])) == (parsed and (set(parsed[0]), parsed[1])), pattern.qualname
+
+
+def test_the_cli_keeps_freed_blocks_for_big_inputs(tmp_path: Path) -> None:
+    """glibc's malloc takes the setting (the CLI asks for it on inputs of 64 MB and more), and a scan after it
+    finds the same."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"noise\n" * 1000 + ROOT)
+    before = scan(path, PATTERNS)
+    assert scan_module.keep_freed_blocks() is True
+    assert scan(path, PATTERNS) == before

@@ -19,7 +19,7 @@ from hotspare.evidence.classify import SchedulerFacts, Verdict, classify, refusa
 from hotspare.evidence.patterns import PatternSet, Role, load_patterns
 from hotspare.evidence.patterns.check import check_pack
 from hotspare.evidence.records import Evidence, Progress, ScanResult
-from hotspare.evidence.scan import MIN_WRAP_WIDTH, scan
+from hotspare.evidence.scan import BIG_INPUT_BYTES, MIN_WRAP_WIDTH, keep_freed_blocks, scan
 from hotspare.hosts import Host, expand_hosts, read_hostfile
 
 if TYPE_CHECKING:
@@ -213,6 +213,11 @@ def _scan_one(path: str, patterns: PatternSet, wrap_width: int | Literal["auto"]
         return scan(sys.stdin.buffer, patterns, wrap_width=wrap_width)
     if Path(path).is_dir():
         raise InputError(path, "is a directory")
+    try:
+        if Path(path).stat().st_size >= BIG_INPUT_BYTES:
+            keep_freed_blocks()
+    except OSError:
+        pass  # scan() says what is wrong with it
     return scan(path, patterns, wrap_width=wrap_width)
 
 

@@ -602,6 +602,27 @@ def scan(
     return _scan_stream(Scanner(patterns, wrap_width=wrap_width, engine=engine), source)
 
 
+#: Inputs at least this big are worth :func:`keep_freed_blocks` (a ctypes call: milliseconds at start-up).
+BIG_INPUT_BYTES = 64 << 20
+
+
+@functools.cache
+def keep_freed_blocks() -> bool:
+    """Ask glibc's malloc to serve the scanner's megabyte blocks from its heap and keep freed ones for reuse,
+    rather than map and unmap each (the search threads' arenas returned their freed blocks to the kernel:
+    33,000 page faults per 512 MB scanned, against 500 with this, and a tenth of a second of system time).
+    Process-wide, so for processes that are the scanner (the CLI), not for a library's host. False where the
+    C library has no ``mallopt``."""
+    import ctypes  # noqa: PLC0415 -- only for big inputs
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_mmap_threshold, 4 * BLOCK_BYTES)) and bool(mallopt(m_trim_threshold, 32 * BLOCK_BYTES))
+
+
 def _whole_lines(stream: IO[bytes]) -> Iterator[bytes]:
     """Blocks of about :data:`BLOCK_BYTES` from ``stream``. From a file that can seek, each ends at a line
     break where it can: the partial line is read again with the next block, which spares the scanner a copy
