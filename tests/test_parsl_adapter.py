@@ -19,6 +19,7 @@ from parsl.app.errors import BashExitFailure
 from parsl.config import Config
 from parsl.executors import HighThroughputExecutor
 from parsl.executors.high_throughput.errors import ManagerLost
+from parsl.jobs.states import JobState
 from parsl.providers import LocalProvider, PBSProProvider, TorqueProvider
 
 from conftest import run_cli
@@ -47,7 +48,13 @@ from hotspare_parsl import (
 )
 from hotspare_parsl.block import exports, split_block
 from hotspare_parsl.layout import read_record
-from hotspare_parsl.provider import _Block, merge_qstat_json, qsub_with_output, split_qstat_json
+from hotspare_parsl.provider import (
+    _Block,
+    finished_as_completed,
+    merge_qstat_json,
+    qsub_with_output,
+    split_qstat_json,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -575,3 +582,29 @@ def test_a_pbs_blocks_hook_keeps_the_jobs_node_file_for_pbs_tmrsh(tmp_path: Path
     assert f"export PBS_NODEFILE={wf / 'blocks' / 'b0' / 'active'}\n" in lines
     assert (wf / "blocks" / "b0" / "active").read_text() == "p1\np3\n"
     assert "export HOTSPARE_BLOCK_SPARES=p4\n" in lines
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ((0, '{"Jobs": {"9.s": {"job_state": "F"}, "10.s": {"job_state": "R"}}}', ""),
+     (0, '{"Jobs": {"9.s": {"job_state": "C"}, "10.s": {"job_state": "R"}}}', "")),
+    ((153, "", "qstat: Unknown Job Id 11.s"), (153, "", "qstat: Unknown Job Id 11.s")),
+    ((0, "9.s  b0  root  00:00:01 F batch\n", ""), (0, "9.s  b0  root  00:00:01 F batch\n", "")),  # not JSON
+    ((0, '["F"]', ""), (0, '["F"]', "")),
+])
+def test_finished_as_completed(answer: tuple[int, str, str], expected: tuple[int, str, str]) -> None:
+    """Only the job_state of JSON jobs in F changes (to C); failures and text output pass unchanged."""
+    assert finished_as_completed(answer) == expected
+
+
+def test_a_finished_pbs_pro_block_reads_completed_with_any_parsl_in_range(tmp_path: Path) -> None:
+    """PBS Pro's F (finished) reaches Parsl as COMPLETED, also from Parsl releases whose state table lacks F
+    (before 2026.4.13: there the block stayed UNKNOWN, never judged nor replaced)."""
+    inner = PBSProProvider()
+    inner.resources["9.s"] = {"job_id": "9.s", "status": None, "job_stdout_path": "o", "job_stderr_path": "e"}
+    inner.execute_wait = lambda cmd, timeout=10: (0, json.dumps({"Jobs": {"9.s": {"job_state": "F"}}}), "")  # type: ignore[method-assign]
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf")
+    try:
+        (answer,) = provider.status(["9.s"])
+    finally:
+        provider.close()
+    assert answer.state == JobState.COMPLETED

@@ -50,6 +50,7 @@ from typing import Any
 from parsl.jobs.states import JobState, JobStatus
 from parsl.providers import PBSProProvider
 from parsl.providers.base import ExecutionProvider
+from parsl.providers.pbspro import pbspro as _pbspro_module
 
 from hotspare import (
     HOOK_EXIT,
@@ -149,6 +150,30 @@ def merge_qstat_json(answers: Sequence[tuple[int, str, str]]) -> tuple[int, str,
             continue
         jobs.update(found if isinstance(found, dict) else {})
     return 0, json.dumps({"Jobs": jobs}), ""
+
+
+#: Whether PBSProProvider reads PBS Pro's finished state ``F`` (``qstat -x``) as COMPLETED. Parsl releases
+#: before 2026.4.13 have no ``F`` in the state table it reads: a finished block stays UNKNOWN, so it is never
+#: judged nor replaced. The table itself is checked (the feature, not the version); where it lacks ``F``,
+#: the provider is shown ``F`` spelt as TORQUE's ``C``, which every Parsl reads COMPLETED.
+PBS_KNOWS_FINISHED = "F" in getattr(_pbspro_module, "translate_table", {"F": None})
+
+
+def finished_as_completed(answer: tuple[int, str, str]) -> tuple[int, str, str]:
+    """A ``qstat -F json`` answer with each job in state ``F`` given state ``C`` (pure); any other answer (a
+    failure, TORQUE's text output) unchanged."""
+    rc, stdout, stderr = answer
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        return answer
+    jobs = doc.get("Jobs") if isinstance(doc, dict) else None
+    if rc != 0 or not isinstance(jobs, dict):
+        return answer
+    for job in jobs.values():
+        if isinstance(job, dict) and job.get("job_state") == "F":
+            job["job_state"] = "C"
+    return rc, json.dumps(doc), stderr
 
 
 def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> str:
@@ -438,8 +463,10 @@ class FailoverProvider(ExecutionProvider):
         def qstat(cmd: str, *args: Any, **kwargs: Any) -> Any:
             each = split_qstat_json(cmd)
             if each is None:
-                return execute(cmd, *args, **kwargs)
-            return merge_qstat_json([execute(one, *args, **kwargs) for one in each])
+                answer = execute(cmd, *args, **kwargs)
+            else:
+                answer = merge_qstat_json([execute(one, *args, **kwargs) for one in each])
+            return answer if PBS_KNOWS_FINISHED else finished_as_completed(answer)
 
         inner.execute_wait = qstat  # this poll only: the instance attribute is removed below
         try:

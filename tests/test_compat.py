@@ -1,0 +1,64 @@
+"""The version ranges pyproject.toml states hold at both ends: ``tests/compat.py`` (``./run compat``) run inside
+the suite, one cached venv per edge; and its table agrees with pyproject.toml before any venv is built.
+
+Run here rather than from ``./run test`` before pytest: a failing edge is then one failed test among the rest
+(with the edge's line in its message), ``-k``/``--deselect`` select it like any other, its time shows in
+``--durations``, and its temporary files go under the test's ``tmp_path``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from compat import CHECKOUT, EDGES, build_install_argv, build_pytest_argv, build_venv_name
+
+#: Cold (every venv built, wheels from pip's cache or PyPI) the run takes a few minutes; warm about two.
+COMPAT_TIMEOUT_S = 1800
+
+
+def _extra(name: str) -> dict[str, Requirement]:
+    project = tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["project"]
+    reqs = (Requirement(r) for r in project["optional-dependencies"][name])
+    return {r.name: r for r in reqs}
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+def test_each_edge_is_inside_the_range_pyproject_states(edge) -> None:  # type: ignore[no-untyped-def]
+    """Every pinned version satisfies its extra's requirement, and every package of the extra is pinned."""
+    extra = _extra(edge.extra)
+    pinned = {Requirement(p).name: Requirement(p) for p in edge.pins}
+    assert set(pinned) == set(extra)
+    for name, pin in pinned.items():
+        (version,) = (s.version for s in pin.specifier)
+        assert extra[name].specifier.contains(version), f"{name} {version} outside {extra[name].specifier}"
+
+
+def test_both_ends_of_every_range_are_checked() -> None:
+    """An oldest and a newest edge for each extra."""
+    assert sorted(e.name for e in EDGES) == ["dask-newest", "dask-oldest", "parsl-newest", "parsl-oldest"]
+
+
+def test_the_builders() -> None:
+    """The venv name changes with the pins, the checkout and the Python; the install is editable from the checkout
+    with the extra and the pins; pytest's temporary files go where it is told."""
+    edge = EDGES[0]
+    name = build_venv_name(edge, Path("/a b"), "3.11.7")
+    assert name.startswith(f"{edge.name}-") and len(name) == len(edge.name) + 13
+    assert name != build_venv_name(edge, Path("/other"), "3.11.7") != build_venv_name(edge, Path("/a b"), "3.12.1")
+    assert name != build_venv_name(EDGES[1], Path("/a b"), "3.11.7")
+    argv = build_install_argv(Path("/v/bin/python"), edge, Path("/co"))
+    assert argv[-len(edge.pins) - 2:] == ["-e", f"/co[dev,{edge.extra}]", *edge.pins]
+    assert f"--basetemp={Path('/t')}" in build_pytest_argv(Path("/v/bin/python"), edge, Path("/t"))
+
+
+def test_compat_passes_at_every_edge(tmp_path: Path) -> None:
+    """``./run compat``: every edge installs, passes its tests and its real run."""
+    done = subprocess.run([sys.executable, str(CHECKOUT / "tests" / "compat.py"), "--work", str(tmp_path)],
+                          capture_output=True, text=True, timeout=COMPAT_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(" passed ") == len(EDGES), done.stdout
