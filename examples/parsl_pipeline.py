@@ -90,11 +90,12 @@ def run(workdir: Path, *, stages: int = 6, stage_s: float = 0.5, kill_after_stag
         first = driver(str(marks), stages, stage_s)
         if kill_after_stage is not None:
             deadline = time.monotonic() + timeout_s
-            while not (marks / f"stage-{kill_after_stage}.done").exists():
+            while not (marks / f"stage-{kill_after_stage}.done").exists() and not first.done():
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"stage {kill_after_stage} never finished")
                 time.sleep(0.05)
-            kill(provider)
+            if not first.done():  # done this early, it failed: its own error is raised below
+                kill(provider)
         first.result(timeout=timeout_s)
         done = sorted(f"{p.name.split('-')[1].split('.')[0]}@{p.read_text()}" for p in marks.iterdir())
     retries = provider.retries()

@@ -1,6 +1,6 @@
 """The version ranges in pyproject.toml, proven at both edges: ``./run compat`` (also run inside ``./run test``).
 
-    python tests/compat.py [--only NAME ...] [--work DIR] [--cache DIR]
+    python tests/compat.py [--only NAME ...] [--cache DIR]
 
 One virtualenv per edge of each range (the oldest and the newest release of Parsl; of distributed/dask with
 dask-jobqueue), kept under ``~/.cache/hotspare/compat/<edge>-<hash>`` (``$HOTSPARE_COMPAT_CACHE`` to move it)
@@ -136,7 +136,9 @@ def _run(argv: Sequence[str], log: Path, env: dict[str, str], timeout_s: float) 
 
 
 def _env(work: Path) -> dict[str, str]:
-    """The parent's environment without its venv and path settings; temporary files under ``work``."""
+    """The parent's environment without its venv and path settings; temporary files under ``work``, which must
+    be a short path: Parsl's worker pool starts a multiprocessing manager whose Unix socket is made in TMPDIR,
+    and beyond 107 bytes (AF_UNIX) it cannot start, so every block fails (seen under a pytest ``tmp_path``)."""
     env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}}
     env["TMPDIR"] = str(work)
     return env
@@ -203,7 +205,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help=f"check only this edge (repeatable): {', '.join(e.name for e in EDGES)}")
-    parser.add_argument("--work", type=Path, help="temporary files here (default: a fresh directory, removed)")
     parser.add_argument("--cache", type=Path, default=None, help=f"the venvs' directory (default: {default_cache()})")
     args = parser.parse_args(argv)
     unknown = set(args.only) - {e.name for e in EDGES}
@@ -211,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown edge {', '.join(sorted(unknown))}: use one of {', '.join(e.name for e in EDGES)}")
     edges = [e for e in EDGES if not args.only or e.name in args.only]
     cache = (args.cache or default_cache()).resolve()
-    with tempfile.TemporaryDirectory(prefix="hotspare-compat-", dir=args.work) as tmp:
+    # Temporary files in a fresh, short-named directory of the system's (see _env), removed afterwards.
+    with tempfile.TemporaryDirectory(prefix="hsc-") as tmp:
         outcomes = []
         for edge in edges:
             outcome = check_edge(edge, cache, Path(tmp))
