@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from compat import CHECKOUT, EDGES, build_install_argv, build_pytest_argv, build_venv_name
+from compat import CHECKOUT, EDGES, _interleaved, build_install_argv, build_pytest_argv, build_venv_name
 
 #: Cold (every venv built, wheels from pip's cache or PyPI) the run takes a few minutes; warm about two.
 COMPAT_TIMEOUT_S = 1800
@@ -42,6 +42,13 @@ def test_each_edge_is_inside_the_range_pyproject_states(edge) -> None:  # type: 
 def test_both_ends_of_every_range_are_checked() -> None:
     """An oldest and a newest edge for each extra."""
     assert sorted(e.name for e in EDGES) == ["dask-newest", "dask-oldest", "parsl-newest", "parsl-oldest"]
+
+
+def test_two_at_a_time_are_one_of_each_framework() -> None:
+    """Parsl and Dask edges alternate; with one framework only, its edges in order."""
+    assert [e.extra for e in _interleaved(EDGES)] == ["parsl", "dask", "parsl", "dask"]
+    assert [e.name for e in _interleaved(EDGES[2:])] == ["dask-oldest", "dask-newest"]
+    assert [e.name for e in _interleaved([EDGES[1], *EDGES[2:]])] == ["parsl-newest", "dask-oldest", "dask-newest"]
 
 
 def test_the_builders() -> None:

@@ -387,6 +387,9 @@ def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
 def lose_job(cluster: Any, name: str, host: str = "n3") -> str:
     """Every worker of job ``name`` registers (with the preload's node and job) and then leaves, as when its node
     dies; a second remove of one address follows (distributed #5407). Returns the job's batch id."""
+    # SpecCluster files the job under workers only after its start (the submit) returns: a submit seen is not yet
+    # a job there (hit under load, two compat edges at once).
+    wait_for(lambda: name in cluster.workers, f"job {name} to be started")
     job_id = str(cluster.workers[name].job_id)
     suffixes = cluster.worker_spec[name].get("group", [""])
     identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": name + suffix, HOSTNAME_KEY: host, JOB_ID_KEY: job_id}
