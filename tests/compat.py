@@ -20,8 +20,8 @@ failover clusters are dask-jobqueue ``JobQueueCluster``s, so the real-process ch
 Prints one line per edge (name, versions, passed/failed, seconds) and exits 1 if any edge failed; the log of
 each edge's last run is kept beside its venv (``<venv>.log``). Two edges run at a time by default: the
 checks mostly wait (heartbeats, strategy periods, lost-worker timeouts; ~0.45 of a core each, measured), so
-on 2 cores two at once take about half the time without starving either. Only pip reaches the network (PyPI); every run is on
-loopback. Stdlib only: it runs under whichever Python ``./run`` uses.
+on 2 cores two at once take about half the time without starving either. Only pip reaches the network
+(PyPI); every run is on loopback. Stdlib only: it runs under whichever Python ``./run`` uses.
 """
 
 from __future__ import annotations
