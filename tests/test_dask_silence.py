@@ -40,7 +40,7 @@ def beats(period_s: float, count: int, *, hb: Heartbeats | None = None, poll_s: 
 ])
 def test_threshold_is_learned_from_the_heartbeat_cadence(period_s: float, count: int, fixed_s: float | None,
                                                          floor_s: float, expected: float) -> None:
-    """The threshold is five heartbeat gaps, never under the floor; a fixed one wins; a new worker gets 10 s."""
+    """The threshold is five heartbeat gaps, never under the floor; a fixed one wins; a new worker gets 5 s."""
     hb = beats(period_s, count, hb=Heartbeats(floor_s=floor_s, fixed_s=fixed_s), poll_s=min(period_s, 0.5))
     assert hb.threshold_s("w") == pytest.approx(expected)
 

@@ -96,6 +96,12 @@ def _observations(cluster: FailoverSLURMCluster, kind: str, host: str) -> list[s
         return [o.detail for o in cluster._ledger.observations() if o.kind == kind and o.host == host]
 
 
+def _story(cluster: FailoverSLURMCluster) -> str:
+    """The watch's notes, in order (for a failure's message)."""
+    with cluster._db_lock:
+        return "\n".join(f"{o.at_s:.1f} {o.kind} {o.host}: {o.detail}" for o in cluster._ledger.observations())
+
+
 def test_a_frozen_nodes_tasks_run_elsewhere_and_its_job_is_replaced(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream of tasks on 3 nodes; one node frozen (every process SIGSTOPped: its worker's connection stays open).
@@ -111,6 +117,8 @@ def test_a_frozen_nodes_tasks_run_elsewhere_and_its_job_is_replaced(slurm_bed, t
         victim_address = min(nodes)
         frozen, victim_job = nodes[victim_address], str(cluster.scheduler.workers[victim_address].name)
         old_id = str(cluster.workers[victim_job].job_id)
+        # A worker frozen before a few heartbeats were read has the startup threshold (5 s), not the floor (3 s).
+        slurm_bed.wait_for(lambda: cluster.heartbeats.threshold_s(victim_address) < 5, "the heartbeat cadence", 30)
         frozen_at = time.monotonic()
         slurm_bed.freeze(frozen)
         slurm_bed.wait_for(lambda: victim_address not in cluster.scheduler.workers, "the silent worker removed",
@@ -128,7 +136,7 @@ def test_a_frozen_nodes_tasks_run_elsewhere_and_its_job_is_replaced(slurm_bed, t
         assert frozen not in {str(w.get(HOSTNAME_KEY)) for w in cluster.scheduler_info["workers"].values()}
         (entry,) = cluster.quarantine.entries()
         assert entry.host == Host(frozen) and f"batch job {old_id}" in entry.detail
-        assert "while its worker was silent" in entry.detail and "(control): answered" in entry.detail
+        assert "while its worker was silent" in entry.detail and "(control): answered" in entry.detail, _story(cluster)
         assert entry.reason in (QuarantineReason.PROBED, QuarantineReason.SCHEDULER)  # SLURM may have spoken too
         assert [e.host for e in read_snapshot(tmp_path / "wf" / "quarantine.json")] == [Host(frozen)]
         # Removed as a node fault: no task counted this death toward its allowed-failures.
@@ -193,8 +201,8 @@ def test_a_busy_worker_that_misses_its_heartbeats_is_not_evicted(slurm_bed, tmp_
         (address, node), _ = sorted(nodes.items())
         name = cluster.scheduler.workers[address].name
         job_ids = sorted(str(j.job_id) for j in cluster.workers.values())
-        # Until a few heartbeats were read, a new worker's threshold is the startup one (10 s), longer than the hold.
-        slurm_bed.wait_for(lambda: cluster.heartbeats.threshold_s(address) < HOLD_S - 3, "the heartbeat cadence", 30)
+        # Until a few heartbeats were read, a new worker's threshold is the startup one (5 s), not the floor (3 s).
+        slurm_bed.wait_for(lambda: cluster.heartbeats.threshold_s(address) < 5, "the heartbeat cadence", 30)
         held = client.submit(hold_the_gil, HOLD_S, workers=[address], pure=False)
         slurm_bed.wait_for(lambda: _observations(cluster, "silence", node), "a look at the busy worker's node",
                            HOLD_S + 5)

@@ -121,7 +121,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Fail
             nodes[host] = Node(cluster.scheduler.address, name, host, job_id, tmp_path)
         client = Client(cluster, timeout=BOUND_S)
         client.wait_for_workers(2, timeout=BOUND_S)
-        # Until a few heartbeats were read, a new worker's threshold is the startup one (10 s).
+        # Until a few heartbeats were read, a new worker's threshold is the startup one (5 s), not the floor (3 s).
         until(lambda: all(cluster.heartbeats.threshold_s(a) < 5 for a in cluster.scheduler.workers), "cadence")
         yield cluster, client, nodes
     finally:

@@ -37,9 +37,12 @@ from hotspare import (
 SILENCE_FLOOR_S = 3.0
 #: A learned threshold is this many times the median gap between a worker's heartbeats...
 SILENCE_FACTOR = 5.0
-#: ...once that many gaps were seen; until then (a worker just registered) the threshold is this (seconds).
+#: ...once that many gaps were seen; until then (a worker just registered) the threshold is this (seconds): five
+#: times a new worker's own heartbeat interval (distributed's default, 1 s, until the scheduler sets it). On the bed
+#: a stream of tasks had one worker frozen 2 s after it registered, with two gaps read: a 10 s startup threshold
+#: let SLURM's NOT_RESPONDING lead first.
 SILENCE_STARTUP_GAPS = 3
-SILENCE_STARTUP_S = 10.0
+SILENCE_STARTUP_S = 5.0
 #: Heartbeat gaps kept per worker (the most recent).
 HEARTBEAT_GAPS = 32
 #: A read this much later than the poll interval (the event loop or the scheduler was busy) may show heartbeats
