@@ -123,7 +123,8 @@ class SilenceWatch:
         if self._closing or not self.scheduler_comm:
             return
         try:
-            identity = await asyncio.wait_for(self.scheduler_comm.identity(n_workers=-1), SCHEDULER_CALL_S)
+            # Every worker: identity's default (distributed 2026's n_workers=-1; older ones have no limit at all).
+            identity = await asyncio.wait_for(self.scheduler_comm.identity(), SCHEDULER_CALL_S)
         except (OSError, TimeoutError):
             return  # the scheduler did not answer in time: nothing learnt this time
         workers: dict[str, Any] = dict(identity.get("workers", {}))
