@@ -46,9 +46,12 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 #: a block lost, a whole-job retry): left out of the edges' test selection to keep ``./run test`` in budget.
 PARSL_LEFT_OUT = ("htex_over_failover_local_provider", "local_block_killed", "supervised_user_error",
                   "pipeline_driver_survives")
-#: The Dask tests: the failover clusters (submit faked, real loopback scheduler), run_mpi off the bed, and the
-#: blame plugin's pure parts plus its real-process node-death case (the one that proves tasks are spared).
-DASK_TESTS = ("tests/test_dask_cluster.py", "tests/test_dask_mpi.py", "tests/test_dask_blame.py")
+#: The Dask tests: the failover clusters (submit faked, real loopback scheduler), run_mpi off the bed, the
+#: blame plugin's pure parts plus its real-process node-death case (the one that proves tasks are spared), and the
+#: silent-node watch: its rule (pure) and what it asks of the scheduler (each worker's last_seen through the comm, a
+#: removal that counts against no task) on real worker processes.
+DASK_TESTS = ("tests/test_dask_cluster.py", "tests/test_dask_mpi.py", "tests/test_dask_blame.py",
+              "tests/test_dask_silence.py", "tests/test_dask_watch.py")
 DASK_SELECT = ("not survives_a_node_crash and not segfaults and not no_verdict and not deaths_judged_no_node "
                "and not expected_removal and not node_faults[False]")
 
