@@ -28,6 +28,8 @@ from pathlib import Path
 NODE_INIT = Path(__file__).with_name("node_init.py")
 #: Bound on waiting for nodes to come up or change state.
 UP_TIMEOUT_S = 60.0
+#: How many times :meth:`Bed.freeze` looks for processes of the node it has not stopped yet.
+FREEZE_LOOKS = 10
 REQUIRED = ("slurmctld", "slurmd", "sinfo", "srun", "munged", "mungekey", "unshare", "nsenter", "mount")
 
 
@@ -184,11 +186,23 @@ class Bed:
         if not self._signal(f"node:{node}", signal.SIGKILL):
             raise BedError(f"{node} is not running")
 
-    def freeze(self, node: str) -> None:
-        """Hang the node: SIGSTOP every process in it (sockets stay open, nothing answers)."""
+    def freeze(self, node: str) -> list[int]:
+        """Hang the node: SIGSTOP every process in it (sockets stay open, nothing answers); the PIDs stopped.
+
+        A process forked while the node is being stopped is found by looking again until a look finds nothing
+        new; returns once every one is stopped (SIGSTOP lands asynchronously) or gone."""
         self.disturbed = True
-        for pid in self.node_pids(node):
-            os.kill(pid, signal.SIGSTOP)
+        stopped: list[int] = []
+        for _ in range(FREEZE_LOOKS):  # bounded: a stopped process forks nothing, so the looks converge
+            new = [pid for pid in self.node_pids(node) if pid not in stopped]
+            if not new:
+                break
+            for pid in new:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped += new
+        self.wait_for(lambda: all(_state(pid) in {"T", "Z"} for pid in stopped), f"{node} to stop", 5)
+        return stopped
 
     def thaw(self, node: str) -> None:
         """Undo :meth:`freeze`."""
@@ -316,10 +330,21 @@ def _state(pid: int) -> str:
 
 
 def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid``, the main thread's first. ``/proc/PID/task/TID/children`` lists
+    only the processes that thread forked: a dask nanny starts its worker from a thread of its own, and slurmd
+    forks from the thread serving the RPC, so the main thread's list alone misses them (a "frozen" node whose
+    dask worker went on working)."""
     try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except (OSError, ValueError):
         return []
+    kids: list[int] = []
+    for tid in sorted(tids, key=lambda t: t != pid):
+        try:
+            kids += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+        except OSError:  # the thread ended meanwhile
+            continue
+    return kids
 
 
 def _child_of(pid: int) -> int | None:
