@@ -16,15 +16,20 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
     from hotspare.act.probe import (
+        QUICK_PROBE_GAP_S,
+        QUICK_PROBE_S,
         SUSPECT_PROBE_S,
         ProbeResult,
         Readmission,
         probe_hosts,
+        probe_in_jobs_slurm,
         probe_suspects_slurm,
+        probe_twice,
         readmit_expired_slurm,
     )
     from hotspare.act.runner import StopCause
     from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
+    from hotspare.decide.judge import SIGNAL_PROBE, SIGNAL_SCHEDULER, signals_why, two_signals, unanswered
     from hotspare.decide.policy import Action, Budgets, Decision, History, decide
     from hotspare.decide.pool import Pool, resolve_allocation
     from hotspare.errors import (
@@ -78,11 +83,12 @@ _WHERE: dict[str, str] = {
         ("hotspare.act.launchers", "LauncherKind"),
         (
             "hotspare.act.probe",
-            "SUSPECT_PROBE_S ProbeResult Readmission probe_hosts probe_suspects_slurm "
-            "readmit_expired_slurm"
+            "QUICK_PROBE_GAP_S QUICK_PROBE_S SUSPECT_PROBE_S ProbeResult Readmission probe_hosts "
+            "probe_in_jobs_slurm probe_suspects_slurm probe_twice readmit_expired_slurm"
         ),
         ("hotspare.act.runner", "StopCause"),
         ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts unhealthy"),
+        ("hotspare.decide.judge", "SIGNAL_PROBE SIGNAL_SCHEDULER signals_why two_signals unanswered"),
         ("hotspare.decide.policy", "Action Budgets Decision History decide"),
         ("hotspare.decide.pool", "Pool resolve_allocation"),
         (
@@ -134,6 +140,10 @@ __all__ = [
     "EXIT_USAGE",
     "HOOK_EXIT",
     "HOOK_FAILED",
+    "QUICK_PROBE_GAP_S",
+    "QUICK_PROBE_S",
+    "SIGNAL_PROBE",
+    "SIGNAL_SCHEDULER",
     "SNAPSHOT_NAME",
     "SUSPECT_PROBE_S",
     "Action",
@@ -206,7 +216,9 @@ __all__ = [
     "parse_hostfile",
     "pin_pbs_hosts",
     "probe_hosts",
+    "probe_in_jobs_slurm",
     "probe_suspects_slurm",
+    "probe_twice",
     "read_hostfile",
     "read_outputs",
     "read_snapshot",
@@ -214,7 +226,10 @@ __all__ = [
     "readmit_expired_slurm",
     "resolve_allocation",
     "scan",
+    "signals_why",
     "suspects_to_probe",
+    "two_signals",
+    "unanswered",
     "unhealthy",
     "write_atomic",
 ]

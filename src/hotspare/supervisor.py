@@ -41,7 +41,7 @@ from hotspare.act.launchers import (
 from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import SchedulerQuery, check_scheduler_choice
-from hotspare.decide.judge import Ask, Judgement, Observations, judge, question
+from hotspare.decide.judge import SIGNAL_SCHEDULER, Ask, Judgement, Observations, judge, question
 from hotspare.decide.policy import Action, Budgets, History
 from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, InputError
@@ -343,8 +343,8 @@ class Supervisor:
             return None
         watch.scheduler_blamed = dead
         watch.stall_why = "; ".join(f"{h.name} {stall_why(watch.stall_signals[h])}" for h in dead)
-        watch.stall_reason = (QuarantineReason.SCHEDULER if any("scheduler" in watch.stall_signals[h] for h in dead)
-                              else QuarantineReason.PROBED)
+        said = any(SIGNAL_SCHEDULER in watch.stall_signals[h] for h in dead)
+        watch.stall_reason = QuarantineReason.SCHEDULER if said else QuarantineReason.PROBED
         return StopCause.SCHEDULER
 
     # -- judging -------------------------------------------------------------------

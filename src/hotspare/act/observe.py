@@ -18,9 +18,19 @@ from pathlib import Path
 
 from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
-from hotspare.act.probe import ProbeResult
+from hotspare.act.probe import QUICK_PROBE_GAP_S, QUICK_PROBE_S, ProbeResult, probe_twice
 from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
-from hotspare.decide.judge import PROBE_WHY_SUSPECT, Ask, Observations, no_host_answered, probe_why
+from hotspare.decide.judge import (
+    PROBE_WHY_SUSPECT,
+    SIGNAL_PROBE,
+    SIGNAL_SCHEDULER,
+    Ask,
+    Observations,
+    no_host_answered,
+    probe_why,
+    signals_why,
+    two_signals,
+)
 from hotspare.decide.policy import Decision
 from hotspare.decide.pool import Pool
 from hotspare.evidence.scan import Scanner
@@ -47,9 +57,9 @@ def scheduler_warning(failure: QueryFailure) -> str:
 #: How often a running attempt's checkpoint directory is looked at for a new complete checkpoint (seconds).
 CHECKPOINT_POLL_S = 2.0
 #: The longest a probe made while output stalls may take (seconds; shorter if the probe timeout is).
-STALL_PROBE_S = 2.0
+STALL_PROBE_S = QUICK_PROBE_S
 #: The second probe of a stall look starts this long after the first (seconds): two samples of the node, apart.
-STALL_PROBE_GAP_S = 1.0
+STALL_PROBE_GAP_S = QUICK_PROBE_GAP_S
 #: After a stall probe found a silent host, the next look comes this soon (seconds), not a scheduler poll later.
 STALL_RECHECK_S = 1.0
 #: Above this many active hosts a stall look probes only the hosts the scheduler calls unhealthy (probing every host
@@ -258,11 +268,11 @@ class Observer:
                 continue
             for res in failed:
                 self.note(number, "probe", res.host.name, f"output stalled: {res.detail}")
-                signals.setdefault(res.host, []).append("probe")
+                signals.setdefault(res.host, []).append(SIGNAL_PROBE)
         for host in self._note_unhealthy(number, pool.active, states, "while output stalled"):
-            if "scheduler" not in signals.get(host, []):
-                signals.setdefault(host, []).append("scheduler")
-        dead = tuple(h for h in pool.active if _two_signals(signals.get(h, [])))
+            if SIGNAL_SCHEDULER not in signals.get(host, []):
+                signals.setdefault(host, []).append(SIGNAL_SCHEDULER)
+        dead = tuple(h for h in pool.active if two_signals(signals.get(h, [])))
         silent = sorted({r.host.name for results in rounds for r in results if not r.ok})
         self.note(number, "stall", None, f"output stalled: probed {len(pool.active)} active host(s) twice; "
                   + (f"no answer from {', '.join(silent)}" if silent else "all answered")
@@ -279,11 +289,7 @@ class Observer:
 
     def _two_probes(self, hosts: Sequence[Host], how: ProbeHow) -> list[list[ProbeResult]]:
         """Probe ``hosts`` twice, the second :data:`STALL_PROBE_GAP_S` after the first started (overlapping)."""
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hotspare-probe2") as ex:
-            first = ex.submit(self.runner.probe, hosts, how)
-            self.sleep(STALL_PROBE_GAP_S)
-            second = ex.submit(self.runner.probe, hosts, how)
-            return [list(first.result()), list(second.result())]
+        return list(probe_twice(lambda: self.runner.probe(hosts, how), gap_s=STALL_PROBE_GAP_S, sleep=self.sleep))
 
     def spares_dead(self, number: int, incoming: Sequence[Host], control: Host | None) -> tuple[Host, ...]:
         """Spares about to replace a dead node, checked before the launch: probed once with a short deadline
@@ -337,17 +343,9 @@ class Observer:
             self.warn(scheduler_warning(failed[0]))
 
 
-def _two_signals(seen: Sequence[str]) -> bool:
-    """Two failed probes, or a failed probe and the scheduler's report (the scheduler's word alone: never)."""
-    probes = seen.count("probe")
-    return probes >= 2 or (probes >= 1 and "scheduler" in seen)
-
-
 def stall_why(seen: Sequence[str]) -> str:
     """How a host's two signals read in the verdict."""
-    if "scheduler" in seen:
-        return "failed a probe while output stalled, and the scheduler reports it unhealthy"
-    return "failed two probes while output stalled"
+    return signals_why(seen, "while output stalled")
 
 
 def checkpoint_interval_s(directory: str | None) -> float | None:

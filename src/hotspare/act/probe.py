@@ -8,6 +8,7 @@ host, so one hung node costs one timeout, not one per host.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -24,6 +25,12 @@ SUSPECT_PROBE_S = 10.0
 
 #: What the probe runs on each host: the job's Python, doing nothing.
 PROBE_COMMAND = (sys.executable, "-c", "pass")
+
+#: A node suspected dead while its work is silent is probed twice, each probe with this short deadline (seconds)...
+QUICK_PROBE_S = 2.0
+#: ...the second this long after the first started: two samples of the node, apart (a slow but live node answers
+#: one of them).
+QUICK_PROBE_GAP_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +52,18 @@ def probe_hosts(
     extra_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     run: Callable[[list[str], float], Completed] | None = None,
+    host_args: Mapping[Host, Sequence[str]] | None = None,
 ) -> list[ProbeResult]:
     """Probe every host in parallel; results in the order of ``hosts``.
 
     ``program`` and ``extra_args`` are the job's own launcher executable and
     options (see :class:`LaunchSpec`): a probe must start the way the job does
-    (e.g. Hydra's ``-iface``), or it fails on healthy hosts. ``env`` is the
-    environment the probes start with (default: this process's).
+    (e.g. Hydra's ``-iface``), or it fails on healthy hosts. ``host_args`` adds
+    options for one host only (after ``extra_args``): the job that holds it, when
+    the hosts probed belong to different jobs. ``env`` is the environment the
+    probes start with (default: this process's).
     """
+    own = host_args or {}
     workdir.mkdir(parents=True, exist_ok=True)
     if run is None:
         def run(argv: list[str], t: float) -> Completed:
@@ -62,7 +73,7 @@ def probe_hosts(
         index, host = index_host
         hostfile = workdir / f"probe-{index}.hosts"
         spec = LaunchSpec(launcher=launcher, hosts=(host,), ppn=1, command=PROBE_COMMAND, hostfile=hostfile,
-                          program=program, extra_args=tuple(extra_args))
+                          program=program, extra_args=(*extra_args, *own.get(host, ())))
         write_hostfile(hostfile, render_hostfile(spec.hosts, launcher, 1))
         done = run(build_argv(spec), timeout_s)
         if done.timed_out:
@@ -118,3 +129,29 @@ def probe_suspects_slurm(suspects: Sequence[Host], control: Host | None, workdir
         return []
     immediate = f"--immediate={max(1, int(timeout_s / 2))}"
     return probe_hosts(hosts, LauncherKind.SRUN, workdir, timeout_s=timeout_s, extra_args=(immediate,), run=run)
+
+
+def probe_twice(probe: Callable[[], list[ProbeResult]], *, gap_s: float = QUICK_PROBE_GAP_S,
+                sleep: Callable[[float], None] = time.sleep) -> tuple[list[ProbeResult], list[ProbeResult]]:
+    """Run one round of ``probe`` now and another ``gap_s`` after the first started (overlapping): the two rounds'
+    answers. A node that misses both is silent; a slow but live one answers one of them."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hotspare-probe2") as ex:
+        first = ex.submit(probe)
+        sleep(gap_s)
+        second = ex.submit(probe)
+        return list(first.result()), list(second.result())
+
+
+def probe_in_jobs_slurm(jobs: Mapping[Host, str], workdir: Path, *, timeout_s: float,
+                        run: Callable[[list[str], float], Completed] | None = None) -> list[ProbeResult]:
+    """Probe each host inside the SLURM job that holds it (``{host: job id}``): a one-task step,
+    ``srun --jobid=J --overlap --nodelist=H``, in parallel; results in the order of ``jobs``.
+
+    For a workflow adapter whose jobs hold the nodes (a Dask worker's job): a probe job of its own would wait
+    behind the very job whose node it asks about (an ``--exclusive`` job holds every CPU), while a step of that job
+    starts at once on a live node. Only meaningful while the job runs: a step of a job that ended fails on a healthy
+    node, so the caller asks the scheduler whether the job still runs before believing a failure.
+    """
+    hosts = list(jobs)
+    return probe_hosts(hosts, LauncherKind.SRUN, workdir, timeout_s=timeout_s, run=run,
+                       host_args={h: (f"--jobid={jobs[h]}",) for h in hosts})

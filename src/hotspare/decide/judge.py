@@ -26,6 +26,11 @@ PROBE_WHY_UNNAMED = "failure with no host named"
 #: Why hosts are probed that the log named only as suspects.
 PROBE_WHY_SUSPECT = "named as a suspect by the log"
 
+#: The signals of a node's death counted by :func:`two_signals`: a probe it missed, and the scheduler calling it
+#: unhealthy (NOT_RESPONDING, DOWN, down).
+SIGNAL_PROBE = "probe"
+SIGNAL_SCHEDULER = "scheduler"
+
 
 class Ask(enum.Enum):
     """What to observe before judging again."""
@@ -122,6 +127,22 @@ def unanswered(results: Sequence[ProbeResult], active: Sequence[Host], *,
 def no_host_answered(dead: Sequence[Host], active: Sequence[Host]) -> bool:
     """Whether ``dead`` is every one of several active hosts (then the probe is suspect, see :func:`unanswered`)."""
     return len(active) > 1 and set(dead) >= set(active)
+
+
+def two_signals(seen: Sequence[str]) -> bool:
+    """Whether a node whose work went silent is dead (pure): two missed probes, or a missed probe and the scheduler's
+    report (:data:`SIGNAL_PROBE`, :data:`SIGNAL_SCHEDULER`). The silence is what made someone look, not a signal;
+    one signal never evicts: a slow node misses one probe, and SLURM calls a node NOT_RESPONDING while its tasks
+    still run. The scheduler's word alone: never."""
+    probes = list(seen).count(SIGNAL_PROBE)
+    return probes >= 2 or (probes >= 1 and SIGNAL_SCHEDULER in seen)
+
+
+def signals_why(seen: Sequence[str], when: str) -> str:
+    """How a node's two signals read in a verdict (``when``: while output stalled, while its worker was silent)."""
+    if SIGNAL_SCHEDULER in seen:
+        return f"failed a probe {when}, and the scheduler reports it unhealthy"
+    return f"failed two probes {when}"
 
 
 def blame(verdict: Verdict, hosts: tuple[Host, ...], reason: QuarantineReason, why: str) -> Verdict:
