@@ -21,6 +21,7 @@ from distributed import Scheduler, Worker
 
 from hotspare import (
     HOOK_FAILED,
+    QUICK_PROBE_GAP_S,
     FailureClass,
     Host,
     HostError,
@@ -49,6 +50,7 @@ from hotspare_dask.jobs import build_pbs_no_rerun
 from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, settled, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY, node_identity
+from hotspare_dask.settings import JUDGE_POLL_S
 
 #: The scheduler and its dashboard on loopback, on free ports: nothing in these tests listens beyond this host.
 LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
@@ -734,19 +736,22 @@ def test_settled(lost: JobEnd, done: bool) -> None:
 
 def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
     """scontrol first still says RUNNING on an ALLOCATED node (SlurmdTimeout not yet passed), then NODE_FAIL and
-    DOWN*: the job is judged on the later answer, so its node is quarantined rather than trusted."""
+    DOWN*: the job is judged on the later answer, so its node is quarantined rather than trusted. (Before the
+    judging, the look at the lost worker's node found it answering both probes: the judging went on as before.)"""
     NoSubmitJob.scripts.clear()
     asked: list[str] = []
+    naps: list[float] = []
 
     def slow_slurm(argv: Sequence[str], timeout_s: float) -> Completed:
+        if argv[0] == "srun":  # the look's probes: the node answers
+            return Completed(tuple(argv), 0, "", "", False)
         asked.append(argv[2])
-        if len(asked) <= 4:  # two rounds of (job, node) before SLURM concludes
+        if naps.count(JUDGE_POLL_S) < 2:  # two rounds of (job, node) before SLURM concludes
             out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
                    else "NodeName=n3 State=ALLOCATED\n")
             return Completed(tuple(argv), 0, out, "", False)
         return scontrol(argv, timeout_s)
 
-    naps: list[float] = []
     query = SchedulerQuery("slurm", None, run=slow_slurm)
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
         cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
@@ -757,7 +762,9 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
             (name,) = cluster.worker_spec
             lose_job(cluster, name)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
-            assert naps == [2.0, 2.0] and asked == ["job", "node"] * 3
+            # The look: the node asked beside two probes (1 s apart), then the job; then the judging's rounds.
+            assert naps == [QUICK_PROBE_GAP_S, JUDGE_POLL_S, JUDGE_POLL_S]
+            assert asked == ["node", "job"] + ["job", "node"] * 3
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
         finally:
             cluster.close()

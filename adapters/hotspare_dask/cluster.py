@@ -13,6 +13,12 @@ What the failover clusters add to dask-jobqueue's:
   ``processes`` was passed, so a job whose default split into several workers was lost was never
   replaced (dask-jobqueue #691); the default is computed as dask-jobqueue would and passed;
 * **which node**: a worker preload (:mod:`hotspare_dask.preload`) reports each worker's node and batch job;
+* **dead nodes found in seconds** (:mod:`hotspare_dask.silence`, :mod:`hotspare_dask.watch`): a worker silent
+  past a threshold learned from its heartbeats, a worker whose connection closed, or a node the scheduler calls
+  unhealthy is a lead; its node is probed twice inside its job and the scheduler asked, at once; two signals (two
+  missed probes, or one and the scheduler's NOT_RESPONDING/DOWN) make a node fault: its workers are removed from
+  the scheduler without counting against their tasks, and its jobs are judged lost at once, without waiting for
+  the scheduler to mark the node down. One signal never evicts;
 * **lost jobs judged and replaced**: when a job's workers leave and do not come back (a nanny restart
   brings the same name back), the cluster asks the scheduler about the job and its node, reads the job's
   log files, and judges the end with the core's job judging; a node fault quarantines the blamed hosts
@@ -77,11 +83,19 @@ from hotspare_dask.loss import (
 from hotspare_dask.mpi import TASKS_DIR
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
 from hotspare_dask.preload import HOSTNAME_KEY, JOB_ID_KEY
-from hotspare_dask.settings import JUDGE_POLL_S, VERDICT_MARGIN_S, explicit_job_kwargs, failover_settings
+from hotspare_dask.settings import (
+    JUDGE_POLL_S,
+    VERDICT_MARGIN_S,
+    explicit_job_kwargs,
+    failover_settings,
+    silence_settings,
+)
+from hotspare_dask.silence import SILENCE_FLOOR_S
+from hotspare_dask.watch import SilenceWatch
 
 log = logging.getLogger(__name__)
 
-class _Failover:
+class _Failover(SilenceWatch):
     """What both failover clusters add; mixed in before dask-jobqueue's cluster class."""
 
     #: Set by the concrete classes.
@@ -100,7 +114,8 @@ class _Failover:
 
     def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask", quarantine_ttl_s: float | None = None,
                  max_submits: int = 20, window_s: float = 600.0, judge_wait_s: float = 60.0,
-                 probe_timeout_s: float = 30.0, query: SchedulerQuery | None = None,
+                 probe_timeout_s: float = 30.0, silence_s: float | None = None,
+                 silence_floor_s: float = SILENCE_FLOOR_S, query: SchedulerQuery | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  **kwargs: Any) -> None:
         # Everything the overrides use is set before dask-jobqueue's constructor, which in synchronous mode
@@ -111,6 +126,7 @@ class _Failover:
         if not probe_timeout_s > 0:
             raise ValueError(f"probe_timeout_s={probe_timeout_s!r}: give a positive number of seconds")
         self.probe_timeout_s = float(probe_timeout_s)
+        self._init_watch(*silence_settings(silence_s, silence_floor_s))
         #: When an expired quarantine entry whose probe failed may be probed again (monotonic seconds).
         self._probe_after: dict[Host, float] = {}
         #: Set when close() starts: a lost job's judging stops waiting for the scheduler (close awaits it).
@@ -149,6 +165,7 @@ class _Failover:
         # dask-jobqueue's scheduler runs in this process: the plugin goes straight onto it.
         self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
         await self.task_blame.start(self.scheduler)
+        self._start_watch()
 
     def _job_class(self) -> Any:
         return getattr(type(self), "job_cls")  # noqa: B009 -- the class attribute, before __init__ sets one
@@ -246,6 +263,7 @@ class _Failover:
         # job stays in `workers` until _act cancels it and resubmits it placed. Retired jobs (no longer in
         # worker_spec) are cancelled by _correct_state as before.
         Cluster._update_worker_status(self, op, msg)  # type: ignore[arg-type,no-untyped-call]
+        self._look_at_lost(lost)  # its node probed now; the judging below waits for that look
         if lost.job is not None:
             delay_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
             asyncio.get_running_loop().call_later(delay_s, self._check_lost, lost)
@@ -274,6 +292,11 @@ class _Failover:
         return LostWorker(address, name, job, self._job_id(job, identity), identity_host(identity, HOSTNAME_KEY))
 
     def _check_lost(self, lost: LostWorker) -> None:
+        if lost.host is not None and lost.host in self._looking:
+            # The look at its node decides first (bounded by its probes' and commands' timeouts): a node fault is
+            # acted on there, at once; a node that answered leaves the job to be judged here, as before.
+            asyncio.get_running_loop().call_later(JUDGE_POLL_S / 4, self._check_lost, lost)
+            return
         present = [str(w.get("name")) for w in self.scheduler_info.get("workers", {}).values()]
         planned = list(self.worker_spec)
         if not still_lost(lost, planned, present, self._handled) or lost.job_id is None:
@@ -412,8 +435,10 @@ class FailoverSLURMCluster(_Failover, SLURMCluster):
     Every ``SLURMCluster`` argument, plus ``run_dir`` (the workflow directory: ledger and
     ``quarantine.json``), ``quarantine_ttl_s`` (None: until readmitted by hand), ``max_submits`` and
     ``window_s`` (at most that many replacements of lost jobs per window), ``judge_wait_s`` (how long a lost
-    job's judging waits for the scheduler to end it or report its node down), ``job_nodes`` (nodes per job, for
-    an MPI job run from a task: :mod:`hotspare_dask.mpi`) and ``query``, ``clock``, ``sleep`` (tests).
+    job's judging waits for the scheduler to end it or report its node down), ``silence_floor_s`` (a worker
+    silent this long at least, 3 s by default, and five of its heartbeat gaps, has its node probed; ``silence_s``
+    fixes that threshold instead), ``job_nodes`` (nodes per job, for an MPI job run from a task:
+    :mod:`hotspare_dask.mpi`) and ``query``, ``clock``, ``sleep`` (tests).
     """
 
     job_cls = FailoverSLURMJob

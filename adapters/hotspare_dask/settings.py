@@ -40,6 +40,17 @@ def failover_settings(run_dir: str | Path, quarantine_ttl_s: float | None, max_s
     return Path(run_dir).resolve(), quarantine_ttl_s, max_submits, window_s, judge_wait_s
 
 
+def silence_settings(silence_s: float | None, silence_floor_s: float) -> tuple[float | None, float]:
+    """The silence keywords checked (ValueError naming the fix): a fixed threshold or None, and the floor."""
+    if silence_s is not None and not silence_s > 0:
+        raise ValueError(f"silence_s={silence_s!r}: give seconds > 0 (how long a worker may miss its heartbeats "
+                         "before its node is probed), or None to learn it from the heartbeats")
+    if not silence_floor_s > 0:
+        raise ValueError(f"silence_floor_s={silence_floor_s!r}: give seconds > 0 (the least silence that has a "
+                         "worker's node probed)")
+    return (None if silence_s is None else float(silence_s)), float(silence_floor_s)
+
+
 def explicit_job_kwargs(kwargs: dict[str, Any], config_name: str) -> dict[str, Any]:
     """The job keywords with ``processes`` explicit and the preload in ``worker_extra_args`` (a new dict).
 
