@@ -97,9 +97,9 @@ def _crash_one_job_under_load(cluster, client, bed, before: dict[str, str]) -> t
 def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                         monkeypatch: pytest.MonkeyPatch, processes: int) -> None:
     """3 jobs (one node each, --exclusive) run a stream of tasks; one job's node is crashed. The job is judged
-    from scontrol (NODE_FAIL/DOWN), its node quarantined, and the job resubmitted with --exclude= onto the
-    fourth node (proved from scontrol); every task completes with the right result. processes=2 is the case
-    plain dask-jobqueue never replaces (#691)."""
+    from two missed probes of its node (its workers' connections closed), its node quarantined, and the job
+    resubmitted with --exclude= onto the fourth node (proved from scontrol); every task completes with the right
+    result. processes=2 is the case plain dask-jobqueue never replaces (#691)."""
     monkeypatch.chdir(tmp_path)  # sbatch's and dask's stray files land here, never in the checkout
     monkeypatch.setenv("SLURM_CONF", slurm_bed.env["SLURM_CONF"])
     _lost_worker_timeout(monkeypatch, CRASH_LOST_S)
@@ -120,7 +120,7 @@ def test_a_crashed_nodes_job_comes_back_on_another_node(slurm_bed, tmp_path: Pat
         assert victim not in after.values(), after
         assert _job_field(slurm_bed.env, new_id) not in ("", victim)
         (entry,) = cluster.quarantine.entries()
-        assert entry.reason is QuarantineReason.SCHEDULER and f"batch job {old_id}" in entry.detail
+        assert entry.reason is QuarantineReason.PROBED and f"batch job {old_id}" in entry.detail
         assert [e.host for e in read_snapshot(tmp_path / "wf" / "quarantine.json")] == [Host(victim)]
         rows = {r.job_id: r for r in cluster.record.jobs()}
         assert rows[str(old_id)].hosts == (victim,) and rows[str(new_id)].excluded == (victim,)
