@@ -7,6 +7,8 @@ import pytest
 
 from hotspare import SIGNAL_PROBE, SIGNAL_SCHEDULER, Host, JobFacts, ProbeResult, QuarantineReason
 from hotspare_dask.silence import (
+    ANSWERED_RELOOK_S,
+    RELOOK_S,
     SILENCE_FLOOR_S,
     SILENCE_STARTUP_S,
     Heartbeats,
@@ -113,8 +115,14 @@ def look(rounds: list[tuple[ProbeResult, ...]], *, state: str = "ALLOCATED", job
     # A crashed node after SLURM noticed: DOWN and its job still RUNNING.
     (look([(missed(N3), answered(N2)), (missed(N3), answered(N2))], state="DOWN*"), (), True,
      ("probe", "probe", "scheduler"), "scheduler"),
+    # SLURM already concluded: the job NODE_FAIL on a DOWN node (its probes cannot count, a job that ended fails
+    # them anyway): dead on that verdict, as the lost-job judging reads it.
+    (look([(missed(N3), answered(N2)), (missed(N3), answered(N2))], state="DOWN*", job="NODE_FAIL"), (), True,
+     ("scheduler",), "scheduler"),
+    # NODE_FAIL but the node back (rebooted) and answering: not this rule's; the lost-job judging decides.
+    (look([(answered(N3), answered(N2))], state="IDLE", job="NODE_FAIL"), (), False, (), "probed"),
 ], ids=["two-probes", "probe+scheduler", "busy-answers", "one-probe", "control-missed", "job-ended", "job-unknown",
-        "scheduler-alone", "earlier-signal", "no-control", "down"])
+        "scheduler-alone", "earlier-signal", "no-control", "down", "node-fail", "node-fail-rebooted"])
 def test_judge_node(evidence: NodeEvidence, earlier: tuple[str, ...], dead: bool, signals: tuple[str, ...],
                     reason: str) -> None:
     """Two signals (two missed probes, or one and the scheduler's word) make a node dead; anything less never."""
@@ -123,6 +131,18 @@ def test_judge_node(evidence: NodeEvidence, earlier: tuple[str, ...], dead: bool
                                                                             QuarantineReason(reason))
     assert set(finding.signals) <= {SIGNAL_PROBE, SIGNAL_SCHEDULER}
     assert evidence.lead.why in finding.why and "job 42" in finding.why
+
+
+@pytest.mark.parametrize(("evidence", "relook_s"), [
+    (look([(missed(N3), answered(N2)), (answered(N3), answered(N2))]), RELOOK_S),  # one signal: soon, for a second
+    (look([(answered(N3), answered(N2)), (answered(N3), answered(N2))]), ANSWERED_RELOOK_S),  # answered: later
+    (look([], state="down", control=None), ANSWERED_RELOOK_S),  # no probe can give the second (PBS)
+    (look([(missed(N3), answered(N2))], state="DOWN", job="COMPLETED"), ANSWERED_RELOOK_S),  # the job ended
+])
+def test_a_node_found_alive_is_looked_at_again_soon_only_while_a_probe_can_give_a_second_signal(
+        evidence: NodeEvidence, relook_s: float) -> None:
+    finding = judge_node(evidence)
+    assert not finding.dead and finding.relook_s == relook_s
 
 
 def test_the_finding_names_every_answer() -> None:

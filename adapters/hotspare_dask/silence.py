@@ -139,6 +139,9 @@ class NodeFinding:
     signals: tuple[str, ...]
     why: str
     reason: QuarantineReason
+    #: When a node found alive is looked at again while its worker stays silent (seconds from now): soon while it
+    #: has one signal and a probe can still give the second, later otherwise.
+    relook_s: float = ANSWERED_RELOOK_S
 
 
 def probes_count(job: JobFacts | None) -> bool:
@@ -147,27 +150,44 @@ def probes_count(job: JobFacts | None) -> bool:
     return job is not None and job.state.upper().startswith("RUNNING")
 
 
+def ended_for_the_node(evidence: NodeEvidence) -> bool:
+    """Whether the scheduler has already concluded (pure): it ended the lead's job for a node failure (SLURM's
+    NODE_FAIL, or the job put back in the queue) and reports the node unhealthy. Its verdict is final, and the
+    cluster's job judging reads it the same way (:func:`hotspare_dask.loss.judge_lost`); a probe of that ended job
+    could add nothing."""
+    job = evidence.job
+    return job is not None and (job.node_failed or job.requeued) and unhealthy(evidence.node_state)
+
+
 def judge_node(evidence: NodeEvidence, earlier: Sequence[str] = ()) -> NodeFinding:
     """The core's two-signal rule on one look (pure): each probe round the lead's host missed (counted only while
     its job runs, and not when the control missed it too) and the scheduler calling it unhealthy are signals,
-    added to those ``earlier`` looks at the same silence found."""
+    added to those ``earlier`` looks at the same silence found. A node whose job the scheduler already ended for
+    a node failure (:func:`ended_for_the_node`) is dead on that verdict."""
     host = evidence.lead.host
     seen = list(earlier)
-    if probes_count(evidence.job):
+    counts = probes_count(evidence.job)
+    if counts:
         for answers in evidence.rounds:
-            dead = unanswered(answers, [r.host for r in answers], control=evidence.control)
-            if host in dead:
+            if host in unanswered(answers, [r.host for r in answers], control=evidence.control):
                 seen.append(SIGNAL_PROBE)
     if unhealthy(evidence.node_state) and SIGNAL_SCHEDULER not in seen:
         seen.append(SIGNAL_SCHEDULER)
     reason = QuarantineReason.SCHEDULER if SIGNAL_SCHEDULER in seen else QuarantineReason.PROBED
-    return NodeFinding(host, two_signals(seen), tuple(seen), _why(evidence, seen), reason)
+    dead = two_signals(seen) or ended_for_the_node(evidence)
+    relook_s = RELOOK_S if seen and counts and evidence.rounds else ANSWERED_RELOOK_S
+    return NodeFinding(host, dead, tuple(seen), _why(evidence, seen), reason, relook_s)
 
 
 def _why(evidence: NodeEvidence, seen: Sequence[str]) -> str:
     """The finding in words, with its evidence: the lead, every probe answer, the scheduler's word."""
     lead = evidence.lead
-    found = signals_why(seen, lead.when) if two_signals(seen) else f"gave {len(seen)} signal(s) {lead.when}"
+    if two_signals(seen):
+        found = signals_why(seen, lead.when)
+    elif ended_for_the_node(evidence):
+        found = f"was reported unhealthy by the scheduler, which ended its job for a node failure, {lead.when}"
+    else:
+        found = f"gave {len(seen)} signal(s) {lead.when}"
     answers = "; ".join(", ".join(f"{r.host.name}{' (control)' if r.host == evidence.control else ''}: {r.detail}"
                                   for r in answers) for answers in evidence.rounds) or "none (no probe from here)"
     job = f"{evidence.job.state}" if evidence.job is not None else "unknown"

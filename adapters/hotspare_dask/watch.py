@@ -40,8 +40,6 @@ from hotspare import (
 from hotspare_dask.loss import LostWorker, Replacement, decide_replacement, identity_host, within_budget
 from hotspare_dask.preload import HOSTNAME_KEY
 from hotspare_dask.silence import (
-    ANSWERED_RELOOK_S,
-    RELOOK_S,
     Heartbeats,
     Lead,
     NodeEvidence,
@@ -202,7 +200,7 @@ class SilenceWatch:
                 await self._evict(finding, evidence)
             else:
                 self._signals[lead.host] = list(finding.signals)
-                self._next_look[lead.host] = self._clock() + (RELOOK_S if finding.signals else ANSWERED_RELOOK_S)
+                self._next_look[lead.host] = self._clock() + finding.relook_s
         except Exception:  # a look must never take the cluster's loop down with it
             log.exception("hotspare: looking at %s failed", lead.host.name)
         finally:
