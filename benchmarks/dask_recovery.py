@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""Recovery from a node crash under load: plain dask-jobqueue SLURMCluster vs FailoverSLURMCluster on the SLURM bed.
+"""Recovery from a node crash or freeze under load: plain dask-jobqueue SLURMCluster vs FailoverSLURMCluster on the
+SLURM bed.
 
-    flock /tmp/hotspare-bed.lock .venv/bin/python benchmarks/dask_recovery.py [--runs 3] [--reboot-after S]
-        [--task-s 0.05] [--window-s 2] [--json FILE]
+    flock /tmp/hotspare-bed.lock .venv/bin/python benchmarks/dask_recovery.py [--fault crash|freeze] [--runs 3]
+        [--reboot-after S] [--task-s 0.05] [--window-s 2] [--json FILE]
 
 Each run brings up a fresh 4-node bed (tests/testbed) and starts 3 batch jobs, one worker each (cores=1,
 processes=1, ``--exclusive``: one job per node, the fourth node free). The plain cluster keeps its 3 jobs with
 ``adapt(minimum_jobs=3, maximum_jobs=3)`` (dask-jobqueue replaces a lost job only through adapt); the failover
 cluster is given ``scale(jobs=3)`` (it judges and resubmits a lost job itself, without adapt). A stream of
 short tasks (``--task-s`` of sleep each, ``4 x jobs`` in flight, a new one submitted as each completes) runs
-for ``--warmup-s``; then the node of the first job (by name) is crashed (its namespace init SIGKILLed: slurmd,
-the worker and its tasks die at once). Runs alternate plain, failover, plain...; ``--runs`` of each.
+for ``--warmup-s``; then the node of the first job (by name) is faulted: ``--fault crash`` SIGKILLs its namespace
+init (slurmd, the worker and its tasks die at once; their connections close), ``--fault freeze`` SIGSTOPs every
+process of the node (its connections stay open and nothing answers: a hung node, a network partition). Runs
+alternate plain, failover, plain...; ``--runs`` of each.
 
-Per run, from the crash:
+Per run, from the fault:
 
-* ``replace_s``: until a worker that was not there before the crash is connected to the scheduler;
+* ``gone_s``: until the scheduler no longer has the faulted node's worker (its tasks go back to the queue then);
+* ``judged_s``: until the faulted node's batch job has left the cluster's jobs (dask cancels it after its
+  lost-worker timeout; the failover cluster once it judged the node);
+* ``replace_s``: until a worker that was not there before the fault is connected to the scheduler;
+* the split: ``detect_s`` (plain: ``gone_s``; failover: when its watch raised the lead, from the workflow's ledger),
+  ``judge_s`` (``judged_s - detect_s``), ``submit_s`` (``replace_s - judged_s``: sbatch, start, connect);
 * ``restore_s``: until the stream's completion rate over the last ``--window-s`` (a window wholly after the
   crash) is back to >= 90 % of its rate over the ``--baseline-s`` before the crash. With one worker of three
   lost the rate drops to ~2/3, so ``restore_s`` is ``replace_s`` plus the new worker's start-up plus ~0.7 of a
@@ -31,6 +39,11 @@ reboot it rarely hands that node out again; a node that reboots quickly is the c
 Prints each run, the medians, and last:
 
     replace_s_plain=<median> replace_s_failover=<median> dead_node_reused_plain=<k>/<n> dead_node_reused_failover=<k>/<n>
+
+Read the workers from the cluster (``cluster.scheduler_info``, fed by the scheduler's own stream), never from a
+synchronous ``Client.scheduler_info()``: distributed 2026.8's client refreshes that cache every 2 s with no worker
+list, racing the call's own fetch, so the call sometimes returns no workers at all (seen: 7 of 500 calls with the
+refresh at 20 ms).
 
 Medians are over the runs that got a replacement within ``--timeout-s`` (the count is printed when some did not).
 """
@@ -114,8 +127,10 @@ class Stream:
 
 @dataclass
 class Recovery:
-    """What the watch after the crash saw (seconds from the crash)."""
+    """What the watch after the fault saw (seconds from the fault)."""
 
+    gone_s: float | None = None
+    judged_s: float | None = None
     replace_s: float | None = None
     restore_s: float | None = None
     replacement: str | None = None
@@ -132,7 +147,7 @@ def pump_for(stream: Stream, seconds: float) -> None:
 
 
 def watch(cluster: Any, bed: Bed, stream: Stream, *, victim: str, crash_t: float, pre_rate: float,
-          before: set[str], args: argparse.Namespace) -> Recovery:
+          before: set[str], args: argparse.Namespace, victim_addr: str, victim_job: str) -> Recovery:
     """Pump the stream until a new worker is connected and the rate is restored (or ``timeout_s``); reboot the
     crashed node on the way when asked."""
     seen = Recovery()
@@ -140,6 +155,10 @@ def watch(cluster: Any, bed: Bed, stream: Stream, *, victim: str, crash_t: float
         time.sleep(POLL_S)
         stream.pump()
         now = time.monotonic()
+        if seen.gone_s is None and victim_addr not in cluster.scheduler_info["workers"]:
+            seen.gone_s = now - crash_t
+        if seen.judged_s is None and victim_job not in {str(j.job_id) for j in list(cluster.workers.values())}:
+            seen.judged_s = now - crash_t
         if args.reboot_after is not None and seen.rebooted_s is None and now >= crash_t + args.reboot_after:
             bed.start(victim)
             seen.rebooted_s = now - crash_t
@@ -171,8 +190,27 @@ def ctld_lines(bed: Bed, job_id: str, limit: int = 20) -> list[str]:
     return [line for line in text.splitlines() if re.search(rf"JobId={job_id}\b", line)][:limit]
 
 
-def crash_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: argparse.Namespace) -> dict[str, Any]:
-    """Stream, crash the first job's node, watch the recovery; the run's figures."""
+def lead_s(cluster: Any, kind: str, victim: str, fault_wall: float) -> float | None:
+    """When the failover cluster's watch raised its first lead on ``victim`` after the fault (from its ledger)."""
+    if kind != "failover":
+        return None
+    with cluster._db_lock:
+        leads = [o.at_s for o in cluster._ledger.observations() if o.kind == "lead" and o.host == victim]
+    after = [t - fault_wall for t in leads if t >= fault_wall]
+    return min(after) if after else None
+
+
+def split(run: dict[str, Any]) -> dict[str, float | None]:
+    """The recovery split into detect (the fault noticed), judge (the job judged lost), submit (the new worker)."""
+    detect = run["lead_s"] if run["kind"] == "failover" else run["gone_s"]
+    judged, replaced = run["judged_s"], run["replace_s"]
+    return {"detect_s": detect,
+            "judge_s": judged - detect if judged is not None and detect is not None else None,
+            "submit_s": replaced - judged if replaced is not None and judged is not None else None}
+
+
+def fault_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: argparse.Namespace) -> dict[str, Any]:
+    """Stream, fault the first job's node, watch the recovery; the run's figures."""
     nodes = {a: str(n) for a, n in client.run(socket.gethostname).items()}
     names = {a: str(w["name"]) for a, w in cluster.scheduler_info["workers"].items()}
     victim_addr = min(names, key=lambda a: names[a])
@@ -181,13 +219,18 @@ def crash_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: ar
     try:
         stream.start()
         pump_for(stream, args.warmup_s)
-        crash_t = time.monotonic()
+        crash_t, fault_wall = time.monotonic(), time.time()
         pre_rate = stream.rate(crash_t - args.baseline_s, crash_t)
-        bed.crash(victim)
+        if args.fault == "crash":
+            bed.crash(victim)
+        else:
+            bed.freeze(victim)
         seen = watch(cluster, bed, stream, victim=victim, crash_t=crash_t, pre_rate=pre_rate, before=set(nodes),
-                     args=args)
+                     args=args, victim_addr=victim_addr, victim_job=victim_job)
     finally:
         stream.stop()
+        if args.fault == "freeze":
+            bed.thaw(victim)
     new_node = node_of(client, seen.replacement) if seen.replacement else None
     new_name = seen.replacement_name
     new_job = getattr(cluster.workers.get(new_name), "job_id", None) if new_name is not None else None
@@ -195,6 +238,7 @@ def crash_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: ar
     return {"kind": kind, "nodes_before": sorted(nodes.values()), "victim": victim, "victim_job": victim_job,
             "victim_job_after": job_node(bed, victim_job),
             "victim_job_ctld_log": ctld_lines(bed, victim_job), "pre_rate_per_s": pre_rate,
+            "gone_s": seen.gone_s, "judged_s": seen.judged_s, "lead_s": lead_s(cluster, kind, victim, fault_wall),
             "replace_s": seen.replace_s, "restore_s": seen.restore_s, "min_rate_ratio": seen.min_rate_ratio,
             "rebooted_s": seen.rebooted_s, "replacement_worker": new_name, "replacement_node": new_node,
             "replacement_job": new_job, "replacement_job_slurm": job_node(bed, str(new_job)) if new_job else None,
@@ -214,7 +258,8 @@ def one_run(kind: str, work_dir: Path, root: Path, args: argparse.Namespace) -> 
             cluster.scale(jobs=args.jobs)
         client = Client(cluster, timeout=60)
         client.wait_for_workers(args.jobs, timeout=180)
-        return crash_under_load(kind, bed, cluster, client, args)
+        run = fault_under_load(kind, bed, cluster, client, args)
+        return run | split(run)
     finally:
         if client is not None:
             client.close()
@@ -229,7 +274,9 @@ def describe(index: int, run: dict[str, Any]) -> str:
 
     reused = {True: "yes", False: "no", None: "?"}[run["dead_node_reused"]]
     errors = ",".join(f"{status}:{n}" for status, n in sorted(run["task_errors"].items())) or "0"
-    return (f"run {index:2d} {run['kind']:9s} crashed={run['victim']} replace_s={secs(run['replace_s'])} "
+    return (f"run {index:2d} {run['kind']:9s} faulted={run['victim']} gone_s={secs(run['gone_s'])} "
+            f"judged_s={secs(run['judged_s'])} replace_s={secs(run['replace_s'])} "
+            f"(detect {secs(run['detect_s'])} + judge {secs(run['judge_s'])} + submit {secs(run['submit_s'])}) "
             f"restore_s={secs(run['restore_s'])} replacement_node={run['replacement_node']} dead_node_reused={reused}"
             f" pre_rate={run['pre_rate_per_s']:.1f}/s min_rate={run['min_rate_ratio']:.0%} not_finished={errors}")
 
@@ -245,8 +292,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         mine = [r for r in runs if r["kind"] == kind]
         out[kind] = {"runs": len(mine), "replaced": sum(r["replace_s"] is not None for r in mine),
                      "restored": sum(r["restore_s"] is not None for r in mine),
-                     "replace_s_median": median_of(runs, kind, "replace_s"),
-                     "restore_s_median": median_of(runs, kind, "restore_s"),
+                     **{f"{key}_median": median_of(runs, kind, key)
+                        for key in ("gone_s", "judged_s", "replace_s", "restore_s", "detect_s", "judge_s", "submit_s")},
                      "dead_node_reused": sum(bool(r["dead_node_reused"]) for r in mine)}
     return out
 
@@ -258,8 +305,11 @@ def report(figures: dict[str, Any]) -> list[str]:
     lines = []
     for kind in KINDS:
         f = figures[kind]
-        lines.append(f"{kind:9s} replaced {f['replaced']}/{f['runs']} restored {f['restored']}/{f['runs']} "
-                     f"replace_s median {fmt(f['replace_s_median'])} restore_s median {fmt(f['restore_s_median'])}")
+        lines.append(f"{kind:9s} replaced {f['replaced']}/{f['runs']} restored {f['restored']}/{f['runs']} medians: "
+                     f"gone_s {fmt(f['gone_s_median'])} judged_s {fmt(f['judged_s_median'])} "
+                     f"replace_s {fmt(f['replace_s_median'])} = detect {fmt(f['detect_s_median'])} + judge "
+                     f"{fmt(f['judge_s_median'])} + submit {fmt(f['submit_s_median'])}; "
+                     f"restore_s {fmt(f['restore_s_median'])}")
     p, fo = figures["plain"], figures["failover"]
     lines.append(f"replace_s_plain={fmt(p['replace_s_median'])} replace_s_failover={fmt(fo['replace_s_median'])} "
                  f"dead_node_reused_plain={p['dead_node_reused']}/{p['runs']} "
@@ -269,6 +319,9 @@ def report(figures: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--fault", choices=("crash", "freeze"), default="crash",
+                        help="crash: the node powered off (connections close); freeze: every process stopped "
+                             "(connections stay open, nothing answers)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each kind, alternating")
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--task-s", type=float, default=0.05, help="each task's sleep")
@@ -284,7 +337,9 @@ def main() -> int:
         parser.error("--runs >= 1, 0 < --baseline-s <= --warmup-s and --window-s > 0")
     json_path = args.json.resolve() if args.json else None
     code = code_measured()
-    scenario = "crash" if args.reboot_after is None else f"crash, node rebooted after {args.reboot_after:g} s"
+    if args.fault == "freeze" and args.reboot_after is not None:
+        parser.error("--reboot-after restarts a crashed node's slurmd: give it with --fault crash")
+    scenario = args.fault if args.reboot_after is None else f"crash, node rebooted after {args.reboot_after:g} s"
     print(f"scenario: {scenario}; code: hotspare_dask from {code['hotspare_dask']} (checkout HEAD {code['head']}, "
           f"{len(code['uncommitted'])} uncommitted path(s) under src/ adapters/)", flush=True)
     runs: list[dict[str, Any]] = []

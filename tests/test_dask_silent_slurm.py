@@ -200,6 +200,7 @@ def test_a_busy_worker_that_misses_its_heartbeats_is_not_evicted(slurm_bed, tmp_
                            HOLD_S + 5)
         assert held.result(timeout=60) == "held"
         assert cluster.scheduler.workers[address].name == name  # the same worker, never removed
+        assert _observations(cluster, "lead", node)[0].startswith(f"its worker {name} silent for ")
         (found, *_) = _observations(cluster, "silence", node)
         assert found.startswith("not evicted: gave 0 signal(s)"), found
         answered = _observations(cluster, "probe", node)

@@ -193,6 +193,8 @@ class SilenceWatch:
         """Probe the lead's node twice and ask the scheduler (in threads); judge; act on a dead node."""
         self._looking.add(lead.host)
         try:
+            with self._db_lock:  # when the lead came, for the record (the look's answers follow it)
+                self._ledger.observe(0, time.time(), "lead", lead.host.name, lead.why)
             evidence = await asyncio.to_thread(self._gather, lead, self._control(lead.host))
             finding = judge_node(evidence, self._signals.get(lead.host, ()))
             self._record_look(evidence, finding)
