@@ -242,6 +242,8 @@ def test_users_worker_extra_args_are_kept_and_the_preload_added_once(tmp_path: P
     ({"quarantine_ttl_s": -5}, "quarantine_ttl_s=-5: give seconds > 0, or None"),
     ({"run_dir": ""}, "run_dir='': give the workflow directory"),
     ({"judge_wait_s": -1}, "judge_wait_s=-1: give seconds >= 0"),
+    ({"silence_s": 0}, "silence_s=0: give seconds > 0"),
+    ({"silence_floor_s": -1}, "silence_floor_s=-1: give seconds > 0"),
 ])
 def test_bad_failover_arguments_name_the_fix(tmp_path: Path, kwargs: dict[str, Any], fix: str) -> None:
     """Checked before dask starts anything."""

@@ -452,8 +452,9 @@ class FailoverPBSCluster(_Failover, PBSCluster):
     (given by the user: the nodes the workflow may use) and the hosts earlier workers reported, the first not
     quarantined and not running another job of this cluster. With none, the job is placed by PBS as before.
     The pin is written into the one-chunk resource line: ``select=1:host=H:...`` (PBS Pro) or ``nodes=H:...``
-    (Torque; slurm-wlm-torque's sbatch honours this form and ignores ``host=`` in a select). Other arguments:
-    as :class:`FailoverSLURMCluster`.
+    (Torque; slurm-wlm-torque's sbatch honours this form and ignores ``host=`` in a select). No probe can be run
+    from here (``pbs_tmrsh`` works only inside the job), so a silent worker's node has only ``pbsnodes``'s word,
+    one signal: it is recorded and never evicted. Other arguments: as :class:`FailoverSLURMCluster`.
     """
 
     job_cls = FailoverPBSJob
