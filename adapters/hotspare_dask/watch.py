@@ -169,8 +169,11 @@ class SilenceWatch:
 
     def _ask_nodes(self, now: float) -> None:
         """Every :data:`NODE_POLL_S`, ask the batch scheduler about the nodes of the live jobs (in a thread)."""
-        hosts = sorted({h for j, h in self._hosts_seen.items() if j in self._live_jobs().values()})
-        if now < self._nodes_due_s or not hosts:
+        if now < self._nodes_due_s:
+            return
+        live = set(self._live_jobs().values())
+        hosts = sorted({h for job_id, h in self._hosts_seen.items() if job_id in live})
+        if not hosts:
             return
         self._nodes_due_s = now + NODE_POLL_S
 
@@ -180,8 +183,9 @@ class SilenceWatch:
         self._spawn(ask())
 
     def _look_at_lost(self, lost: LostWorker) -> None:
-        """A worker's connection closed: look at its node at once (item: crashed nodes judged without waiting for
-        the scheduler); a node that answers leaves the loss to be judged as before, after the lost-worker timeout."""
+        """A worker's connection closed: look at its node at once, so a crashed node is judged without waiting for
+        the scheduler to mark it down; a node that answers leaves the loss to be judged as before, after the
+        lost-worker timeout (the worker died on its own, or its nanny is restarting it)."""
         if (self._closing or lost.host is None or lost.job_id is None or lost.job not in self.worker_spec
                 or lost.job_id in self._handled or lost.host in self._looking):
             return
