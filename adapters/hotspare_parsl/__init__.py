@@ -8,11 +8,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a venv without Parsl
     raise ImportError("hotspare_parsl needs Parsl: pip install 'hotspare[parsl]'") from exc
 
+from hotspare_parsl.executor import FailoverHTEX
+from hotspare_parsl.interchange import INTERCHANGE_CMD
 from hotspare_parsl.mpi import mpi_launch
 from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit, block_prologue, pin_pbs_select
 from hotspare_parsl.retry import RetryHandler, block_error_handler, retry_handler
 
 __all__ = [
+    "INTERCHANGE_CMD",
+    "FailoverHTEX",
     "FailoverProvider",
     "ResubmissionLimit",
     "RetryHandler",
