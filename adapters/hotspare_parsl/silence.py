@@ -66,6 +66,8 @@ def parse_managers(reply: Any) -> list[ManagerBeat]:
     """The interchange's ``HOTSPARE_MANAGERS`` reply as records (pure); malformed entries are left out."""
     found = []
     for entry in reply if isinstance(reply, list) else []:
+        if not isinstance(entry, dict):
+            continue
         try:
             host = Host(entry["hostname"]) if entry.get("hostname") else None
         except (HostError, TypeError):
@@ -74,7 +76,7 @@ def parse_managers(reply: Any) -> list[ManagerBeat]:
             block = entry.get("block_id")
             found.append(ManagerBeat(str(entry["manager"]), None if block is None else str(block), host,
                                      float(entry["heartbeat_age_s"]), int(entry.get("tasks", 0))))
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError):
             continue
     return found
 
