@@ -579,10 +579,15 @@ class FailoverProvider(ExecutionProvider):
         return tuple(h for h, state in states.items() if unhealthy(state))
 
     def keep_out(self, hosts: Sequence[tuple[Host, QuarantineReason]], detail: str) -> None:
-        """Quarantine ``hosts`` (the retry handler's findings), each with its reason."""
+        """Quarantine ``hosts`` (the retry handler's findings), each with its reason. A host already kept out keeps
+        its entry: the block watch's (its probes and the scheduler's word) would otherwise be overwritten a moment
+        later by each lost task's "loss of manager" (the retry handler's evidence once SLURM calls the node down),
+        and the probes' evidence lost with it."""
         with self._db_lock:
+            known = {e.host for e in self.quarantine.entries()}
             for host, reason in hosts:
-                self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
+                if host not in known:
+                    self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
 
     # -- what the block watch (hotspare_parsl.watch) reads and does ------------------------------
     @property
@@ -638,7 +643,7 @@ class FailoverProvider(ExecutionProvider):
         if block is None or block.judgement is not None:
             return
         judged = judge_host_lost(job_id, (finding.host,), finding.why, state=state, reason=finding.reason)
-        log.warning("hotspare: block %s lost: %s %s", job_id, finding.host.name, finding.why)
+        log.warning("hotspare: block job %s lost: %s %s", job_id, finding.host.name, finding.why)
         with self._db_lock:
             self._act([_Step(block, block.hosts or (finding.host,), judged, cancel=True)])
 
