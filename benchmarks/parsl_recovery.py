@@ -18,8 +18,9 @@ view, never what Parsl says of itself. From the fault:
 
 * ``rerun_s``: until every task that was running on the faulted node has started again on another node (the last
   of them);
-* ``replace_s``: until a block job submitted after the fault is RUNNING in SLURM; ``connected_s``: until its
-  manager is connected to the interchange;
+* ``replace_s``: until a block job is RUNNING in SLURM on a node it was not on before the fault (a new block, or
+  the lost block's job requeued by SLURM and started again elsewhere under the same id, as plain Parsl's is);
+  ``connected_s``: until a manager that was not there before is connected to the interchange;
 * the failover side's split, from its ledger: ``detect_s`` (the watch's first lead on the node), ``judge_s``
   (to the finding ``node fault``), and ``submit_s`` (``replace_s`` after that);
 * ``done``: every task of the stream finished (none failed), and the hosts quarantined.
@@ -128,6 +129,7 @@ def stream_and_fault(kind: str, bed: Bed, executor: Any, tries: Path, args: argp
         top_up()
         time.sleep(POLL_S)
     blocks = {str(m["block_id"]): m for m in executor.connected_managers()}
+    managers = {str(m["manager"]) for m in blocks.values()}
     victim_block = min(blocks, key=int)
     jobs_before = running_jobs(bed)
     victim_job = str(executor.blocks_to_job_id[victim_block])
@@ -143,10 +145,11 @@ def stream_and_fault(kind: str, bed: Bed, executor: Any, tries: Path, args: argp
             if seen["rerun_s"] is None and lost and all(any(h != victim and t >= fault_wall for h, t in
                                                             tries_of(tries, i)) for i in lost):
                 seen["rerun_s"] = max(t for i in lost for h, t in tries_of(tries, i) if h != victim) - fault_wall
-            if seen["replace_s"] is None and set(running_jobs(bed)) - set(jobs_before):
+            # A job running where it did not before: a new block, or (plain) the lost block's job requeued by SLURM
+            # and started again under the same id on another node. A manager not there before: its block connected.
+            if seen["replace_s"] is None and set(running_jobs(bed).items()) - set(jobs_before.items()):
                 seen["replace_s"] = now
-            if seen["connected_s"] is None and set(str(m["block_id"]) for m in executor.connected_managers()) - \
-                    set(blocks):
+            if seen["connected_s"] is None and {str(m["manager"]) for m in executor.connected_managers()} - managers:
                 seen["connected_s"] = now
             time.sleep(POLL_S)
         left = [f for f in futures.values() if not f.done()]
