@@ -116,7 +116,10 @@ def _recovered(bed: Any, executor: FailoverHTEX, provider: FailoverProvider, tmp
     replaced_s = time.time() - faulted_at
     assert victim.result(timeout=LONG_S + 30) == again[0]
     assert all(f.result(timeout=60) for f in others)
-    entry = {e.host.name: e for e in provider.quarantine.entries()}[node]
+    with provider._db_lock:
+        entries = {e.host.name: e for e in provider.quarantine.entries()}
+    assert set(entries) == {node}, entries  # no healthy node kept out
+    entry = entries[node]
     assert entry.reason.value in ("probed", "scheduler") and "probe" in entry.detail, entry
     assert not provider.live(job)
     rows = [r for r in provider.retries() if r.fault is Fault.NODE]
@@ -145,6 +148,12 @@ def _manager_pid(bed: Any, node: str) -> int:
     return min(found)
 
 
+def _looked_and_spared(provider: FailoverProvider, node: str) -> bool:
+    with provider._db_lock:  # the watch writes the ledger from its own threads
+        rows = provider._ledger.observations()
+    return any(o.kind == "silence" and o.host == node and "not evicted" in o.detail for o in rows)
+
+
 def test_a_silent_manager_on_a_busy_node_that_answers_is_not_evicted(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A task burning a CPU, and its block's manager stopped for 8 s (it misses its heartbeats, as one starved or
@@ -157,13 +166,12 @@ def test_a_silent_manager_on_a_busy_node_that_answers_is_not_evicted(slurm_bed, 
         manager = _manager_pid(slurm_bed, node)
         os.kill(manager, signal.SIGSTOP)
         try:
-            slurm_bed.wait_for(lambda: any("not evicted" in o.detail and o.host == node
-                                           for o in provider._ledger.observations() if o.kind == "silence"),
-                               "a look at the silent manager's node", 20)
+            slurm_bed.wait_for(lambda: _looked_and_spared(provider, node), "a look at the silent manager's node", 20)
             time.sleep(3)
         finally:
             os.kill(manager, signal.SIGCONT)
         assert busy.result(timeout=60) == node
         assert len(_tries(tmp_path / "busy")) == 1
-        assert node not in {e.host.name for e in provider.quarantine.entries()}
+        with provider._db_lock:
+            assert not provider.quarantine.entries()
         assert all(provider.live(j) for j in map(str, executor.blocks_to_job_id.values()))

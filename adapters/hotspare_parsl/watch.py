@@ -12,7 +12,7 @@ control node of another block) while the scheduler is asked, in a thread of its 
 2. the provider cancels the block's job, quarantines the node with the look's evidence, and records why
    (:meth:`hotspare_parsl.FailoverProvider.lose_block`);
 3. a replacement block is asked for at once (``scale_out_facade``, what Parsl's strategy calls), and the executor's
-   block statuses refreshed so the strategy sees the lost block FAILED rather than asking for one more.
+   next status poll brought forward to the poller's next tick, so the strategy sees the lost block FAILED.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class BlockWatch:
         if self._stop.is_set():
             return
         self.executor.scale_out_facade(1)
-        # The strategy reads the statuses of the last poll: refresh them now, so it sees the lost block FAILED
-        # (and the replacement PENDING) instead of asking for another block or waiting a status poll for it.
+        # The strategy reads the block statuses of the last poll (60 s apart for SlurmProvider): make the job status
+        # poller's next tick (strategy_period) poll, so it sees the lost block FAILED beside the replacement PENDING.
+        # Left to the poller's thread: two threads in the provider's status() at once would race in SlurmProvider.
         self.executor._last_poll_time = 0.0
-        self.executor.poll_facade()
