@@ -2,7 +2,8 @@
 """Recovery of a Parsl workflow from a block's node crashed or frozen under load: plain HighThroughputExecutor over
 SlurmProvider vs FailoverHTEX over FailoverProvider(SlurmProvider), on the SLURM bed, side by side in one run.
 
-    nice -n 10 flock /tmp/hotspare-pbs-tests.lock .venv/bin/python benchmarks/parsl_recovery.py
+    nice -n 10 flock /tmp/hotspare-pbs-tests.lock flock /tmp/hotspare-bed.lock \
+        .venv/bin/python benchmarks/parsl_recovery.py
         [--fault crash|freeze] [--runs 1] [--task-s 0.2] [--timeout-s 300] [--json FILE]
 
 Each run brings up a fresh 4-node bed (tests/testbed) and 3 one-node blocks (``--exclusive``, one worker each: the
@@ -25,7 +26,8 @@ view, never what Parsl says of itself. From the fault:
   (to the finding ``node fault``), and ``submit_s`` (``replace_s`` after that);
 * ``done``: every task of the stream finished (none failed), and the hosts quarantined.
 
-Prints each run, then::
+The bed's ports are fixed: hold both bed locks (other sessions' SLURM beds take either). Prints each run,
+then::
 
     rerun_s plain=<median> failover=<median> ratio=<plain/failover>; replace_s plain=... failover=... ratio=...
 """
