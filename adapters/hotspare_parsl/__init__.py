@@ -16,11 +16,15 @@ if getattr(_core, "__file__", None) is None:  # a bare folder named hotspare was
                       "package (a directory named hotspare in the working directory or on PYTHONPATH): rename it "
                       "(run directories default to hotspare-parsl / hotspare-dask) or run from elsewhere")
 
+from hotspare_parsl.executor import FailoverHTEX
+from hotspare_parsl.interchange import INTERCHANGE_CMD
 from hotspare_parsl.mpi import mpi_launch
 from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit, block_prologue, pin_pbs_select
 from hotspare_parsl.retry import RetryHandler, block_error_handler, retry_handler
 
 __all__ = [
+    "INTERCHANGE_CMD",
+    "FailoverHTEX",
     "FailoverProvider",
     "ResubmissionLimit",
     "RetryHandler",

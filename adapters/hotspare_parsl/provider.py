@@ -81,6 +81,7 @@ from hotspare import (
     unhealthy,
 )
 from hotspare_parsl.layout import read_record
+from hotspare_parsl.silence import NodeEvidence, NodeFinding
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +264,8 @@ class FailoverProvider(ExecutionProvider):
         self._query = replace(query or SchedulerQuery(self._kind, None), on_failure=self._query_failures.append)
         self._python = python
         self._lock = threading.Lock()
+        #: The ledger's one connection is shared by the status poll, the retry handler and the block watch.
+        self._db_lock = threading.RLock()
         self._submits: deque[float] = deque()
         self._blocks: dict[str, _Block] = {}
         self._patterns: PatternSet = load_patterns()
@@ -448,7 +451,8 @@ class FailoverProvider(ExecutionProvider):
         """The inner provider's statuses, as fresh objects; node-loss blocks FAILED with the reason."""
         answers = self._inner_status(job_ids)
         steps = [self._look(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
-        self._act([s for s in steps if s is not None])
+        with self._db_lock:
+            self._act([s for s in steps if s is not None])
         return [self._report(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
 
     def _inner_status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
@@ -536,6 +540,7 @@ class FailoverProvider(ExecutionProvider):
                 step.block.hosts = step.hosts
                 self.record.hosts_learned(step.block.job_id, step.hosts)
             if step.cancel:
+                self._cancelled.add(step.block.job_id)
                 self.inner.cancel([step.block.job_id])
             if step.judgement is not None:
                 self._conclude(step.block, step.judgement)
@@ -585,7 +590,8 @@ class FailoverProvider(ExecutionProvider):
     # -- what the retry handler and the block error handler ask --------------------------------
     def record_retry(self, row: RetryRow) -> None:
         """Write down one failed try (see :class:`hotspare.RetryRow`)."""
-        self.record.retried(row)
+        with self._db_lock:
+            self.record.retried(row)
 
     def retries(self) -> list[RetryRow]:
         """Every failed try recorded by the retry handler, oldest first."""
@@ -613,9 +619,73 @@ class FailoverProvider(ExecutionProvider):
         return tuple(h for h, state in states.items() if unhealthy(state))
 
     def keep_out(self, hosts: Sequence[tuple[Host, QuarantineReason]], detail: str) -> None:
-        """Quarantine ``hosts`` (the retry handler's findings), each with its reason."""
-        for host, reason in hosts:
-            self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
+        """Quarantine ``hosts`` (the retry handler's findings), each with its reason. A host already kept out keeps
+        its entry: the block watch's (its probes and the scheduler's word) would otherwise be overwritten a moment
+        later by each lost task's "loss of manager" (the retry handler's evidence once SLURM calls the node down),
+        and the probes' evidence lost with it."""
+        with self._db_lock:
+            known = {e.host for e in self.quarantine.entries()}
+            for host, reason in hosts:
+                if host not in known:
+                    self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s, detail=detail)
+
+    # -- what the block watch (hotspare_parsl.watch) reads and does ------------------------------
+    @property
+    def query(self) -> SchedulerQuery:
+        """How the scheduler is asked (its kind is None for LocalProvider)."""
+        return self._query
+
+    def live(self, job_id: object) -> bool:
+        """Whether block ``job_id`` was submitted here and is neither judged nor cancelled."""
+        block = self._blocks.get(str(job_id))
+        return block is not None and block.judgement is None and str(job_id) not in self._cancelled
+
+    def lead_hosts(self, job_ids: Sequence[str]) -> dict[str, Host]:
+        """Each block's lead (batch) node where known: learned at a status poll, else from the record its hook
+        wrote when it started (a file read; nothing asked of the scheduler)."""
+        found = {}
+        for job_id in job_ids:
+            block = self._blocks.get(job_id)
+            if block is not None and not block.hosts and self._kind is not None:
+                hosts = read_record(self.run_dir, block.job_name)
+                if hosts:
+                    with self._db_lock:
+                        self._act([_Step(block, hosts)])
+            if block is not None and block.hosts:
+                found[job_id] = block.hosts[0]
+        return found
+
+    def node_states(self, hosts: Sequence[Host]) -> dict[Host, str]:
+        """The scheduler's state of each host (none when it cannot be asked)."""
+        return self._query.node_states(hosts) if self._query.kind else {}
+
+    def observe(self, kind: str, host: Host | None, detail: str) -> None:
+        """One observation in the workflow's ledger (a lead, a probe answer, a finding)."""
+        with self._db_lock:
+            self._ledger.observe(0, time.time(), kind, host.name if host is not None else None, detail)
+
+    def record_look(self, evidence: NodeEvidence, finding: NodeFinding) -> None:
+        """Each answer of a look at a block's node as it came, and the finding."""
+        for turn, answers in enumerate(evidence.rounds, 1):
+            for r in answers:
+                control = " (control)" if r.host == evidence.control else ""
+                self.observe("probe", r.host, f"{evidence.lead.why}{control}, probe {turn}: {r.detail}")
+        if unhealthy(evidence.node_state):
+            self.observe("scheduler", finding.host, f"reported {evidence.node_state} {evidence.lead.when}")
+        self.observe("silence", finding.host, f"{'node fault' if finding.dead else 'not evicted'}: {finding.why}")
+        if not finding.dead:
+            log.info("hotspare: %s not evicted: %s", finding.host.name, finding.why)
+
+    def lose_block(self, job_id: str, finding: NodeFinding, *, state: str) -> None:
+        """Block ``job_id``'s node is dead (the block watch found two signals): cancel the job, quarantine the node
+        with the evidence, record the block lost to a node fault (its next status is FAILED with the reason)."""
+        block = self._blocks.get(job_id)
+        if block is None or block.judgement is not None:
+            return
+        judged = judge_host_lost(job_id, (finding.host,), finding.why, state=state, reason=finding.reason)
+        log.warning("hotspare: block job %s lost: %s %s", job_id, finding.host.name, finding.why)
+        with self._db_lock:
+            self._act([_Step(block, block.hosts or (finding.host,), judged, cancel=True)])
 
     # -- cancel ------------------------------------------------------------------------------
     def cancel(self, job_ids: Sequence[object]) -> Sequence[bool]:
