@@ -23,6 +23,9 @@ from typing import BinaryIO
 
 #: Bytes read from a child's output at a time.
 READ_BYTES = 64 << 10
+#: After the launcher exits, how long its output pipe may stay open (a rank or relay still writing) before the
+#: attempt is judged on what came: EOF normally comes at once.
+EXIT_DRAIN_S = 1.0
 #: Bytes of the end of the output kept in a result.
 TAIL_BYTES = 4096
 #: How long a timed-out short command's output is still read after its group got SIGKILL (seconds).
@@ -207,6 +210,7 @@ class Launch:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: BinaryIO | None = None
         self._eof = False
+        self._exited_s: float | None = None
         self._tail = b""
         self._started = 0.0
         self.stopped_by: StopCause | None = None
@@ -240,8 +244,14 @@ class Launch:
             if chunk:
                 continue
             rc = self._proc.poll()
-            if rc is not None and (self._eof or not self._drain()):
-                return rc
+            if rc is not None:
+                if self._exited_s is None:
+                    self._exited_s = self.clock()
+                # The launcher is gone, but a rank or a relay of its may still be writing its last lines (under
+                # load, a traceback came after the launcher's exit and the attempt was judged without it): wait
+                # for EOF, up to EXIT_DRAIN_S, unless something still holds the pipe open past that.
+                if self._eof or (not self._drain() and self.clock() - self._exited_s >= EXIT_DRAIN_S):
+                    return rc
             if self.clock() >= deadline:
                 return None
             self._wait_readable(min(0.05, max(0.0, deadline - self.clock())))
