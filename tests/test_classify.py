@@ -478,3 +478,17 @@ def test_a_crash_exit_status_from_any_launcher_is_a_crash(patterns: PatternSet) 
         v = verdict(line, patterns)
         assert v.failure_class is FailureClass.RANK_KILLED and v.crash, line
     assert verdict("Exited with exit code 140.\n", patterns).failure_class is FailureClass.UNKNOWN
+
+
+def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: PatternSet) -> None:
+    """srun --kill-on-bad-exit: a task exits 1 of its own, srun SIGKILLs the others, and under load its lines come
+    before the program's relayed traceback: the kill is the teardown and the program's error decides. A task
+    SIGKILLed before any exit is still the origin."""
+    hosts = [Host("n1"), Host("n2"), Host("n3")]
+    tb = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'hotspare_no_such_module'\n"
+    log = "srun: error: n1: task 0: Exited with exit code 1\nsrun: error: n2: task 1: Killed\n" + tb
+    v = verdict(log, patterns, rc=1, allocation=hosts)
+    assert v.failure_class is FailureClass.USER_ERROR and v.blamed_hosts == ()
+    first = verdict("srun: error: n2: task 1: Killed\nsrun: error: n1: task 0: Exited with exit code 1\n", patterns,
+                    rc=1, allocation=hosts)
+    assert first.failure_class is FailureClass.RANK_KILLED and first.blamed_hosts == (Host("n2"),)

@@ -269,11 +269,17 @@ def _before_crash(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list
     """Drop SIGKILLed ranks reported after a rank crashed of another signal (a segfault, an abort) or raised a
     programming error, when no kill came before it: the launcher kills the remaining ranks (Cray ATP then ALPS,
     srun --kill-on-bad-exit, mpirun's abort of the job)."""
-    crash = next((e.line for e in evidence if _is_crash(e) or (
+    crash = next((e.line for e in evidence if _is_crash(e) or e.pattern in _PROGRAM_EXITS or (
         e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR)), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
+
+
+# A launcher's word that a task ended by itself with a non-zero code (not a signal): the program gave up, and the
+# SIGKILLs the launcher sends the other tasks after it (srun --kill-on-bad-exit) are the teardown. Under load the
+# launcher's lines can come before the program's own traceback is relayed.
+_PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code"})  # srun prints it for non-zero codes only
 
 
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
