@@ -19,18 +19,19 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+# The look's rule lives in the core, shared with hotspare_parsl.silence; these names are kept here for callers.
+from hotspare import ANSWERED_RELOOK_S as ANSWERED_RELOOK_S  # noqa: PLC0414
+from hotspare import RELOOK_S as RELOOK_S  # noqa: PLC0414
 from hotspare import (
-    SIGNAL_PROBE,
-    SIGNAL_SCHEDULER,
     Host,
     JobFacts,
+    NodeFinding,
+    NodeLook,
     ProbeResult,
-    QuarantineReason,
-    signals_why,
-    two_signals,
-    unanswered,
-    unhealthy,
+    judge_look,
 )
+from hotspare import ended_for_the_node as core_ended
+from hotspare import probes_count as probes_count  # noqa: PLC0414
 
 #: A learned silence threshold is never below this (seconds): heartbeats come every 0.5-2 s, and an event loop
 #: busy for a second or two (a large message deserialised) is no lead worth two probes.
@@ -48,10 +49,6 @@ HEARTBEAT_GAPS = 32
 #: A read this much later than the poll interval (the event loop or the scheduler was busy) may show heartbeats
 #: the scheduler has not yet taken in: every worker's silence starts again from that read.
 LATE_FACTOR = 3.0
-#: After a look that found one signal, the node is looked at again this soon (seconds)...
-RELOOK_S = 1.0
-#: ...and after a look whose node answered, only this much later while its worker stays silent.
-ANSWERED_RELOOK_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,69 +130,23 @@ class NodeEvidence:
     job: JobFacts | None
 
 
-@dataclass(frozen=True, slots=True)
-class NodeFinding:
-    """What a look concluded about a node: dead or not, on which signals, and why in words."""
-
-    host: Host
-    dead: bool
-    signals: tuple[str, ...]
-    why: str
-    reason: QuarantineReason
-    #: When a node found alive is looked at again while its worker stays silent (seconds from now): soon while it
-    #: has one signal and a probe can still give the second, later otherwise.
-    relook_s: float = ANSWERED_RELOOK_S
-
-
-def probes_count(job: JobFacts | None) -> bool:
-    """Whether a missed probe says anything about the node (pure): the probe is a step of the lead's job, which
-    fails on a healthy node once the job has ended, so only a job the scheduler still calls RUNNING counts."""
-    return job is not None and job.state.upper().startswith("RUNNING")
+def look_of(evidence: NodeEvidence) -> NodeLook:
+    """The core's view of a look at a lead's node."""
+    lead = evidence.lead
+    return NodeLook(lead.host, lead.job_id, lead.why, lead.when, evidence.rounds, evidence.control,
+                    evidence.node_state, evidence.job)
 
 
 def ended_for_the_node(evidence: NodeEvidence) -> bool:
-    """Whether the scheduler has already concluded (pure): it ended the lead's job for a node failure (SLURM's
-    NODE_FAIL, or the job put back in the queue) and reports the node unhealthy. Its verdict is final, and the
-    cluster's job judging reads it the same way (:func:`hotspare_dask.loss.judge_lost`); a probe of that ended job
-    could add nothing."""
-    job = evidence.job
-    return job is not None and (job.node_failed or job.requeued) and unhealthy(evidence.node_state)
+    """Whether the scheduler has already concluded (pure; the cluster's job judging reads it the same way,
+    :func:`hotspare_dask.loss.judge_lost`): see :func:`hotspare.decide.judge.ended_for_the_node`."""
+    return core_ended(look_of(evidence))
 
 
 def judge_node(evidence: NodeEvidence, earlier: Sequence[str] = ()) -> NodeFinding:
-    """The core's two-signal rule on one look (pure): each probe round the lead's host missed (counted only while
-    its job runs, and not when the control missed it too) and the scheduler calling it unhealthy are signals,
-    added to those ``earlier`` looks at the same silence found. A node whose job the scheduler already ended for
-    a node failure (:func:`ended_for_the_node`) is dead on that verdict."""
-    host = evidence.lead.host
-    seen = list(earlier)
-    counts = probes_count(evidence.job)
-    if counts:
-        for answers in evidence.rounds:
-            if host in unanswered(answers, [r.host for r in answers], control=evidence.control):
-                seen.append(SIGNAL_PROBE)
-    if unhealthy(evidence.node_state) and SIGNAL_SCHEDULER not in seen:
-        seen.append(SIGNAL_SCHEDULER)
-    reason = QuarantineReason.SCHEDULER if SIGNAL_SCHEDULER in seen else QuarantineReason.PROBED
-    dead = two_signals(seen) or ended_for_the_node(evidence)
-    relook_s = RELOOK_S if seen and counts and evidence.rounds else ANSWERED_RELOOK_S
-    return NodeFinding(host, dead, tuple(seen), _why(evidence, seen), reason, relook_s)
-
-
-def _why(evidence: NodeEvidence, seen: Sequence[str]) -> str:
-    """The finding in words, with its evidence: the lead, every probe answer, the scheduler's word."""
-    lead = evidence.lead
-    if two_signals(seen):
-        found = signals_why(seen, lead.when)
-    elif ended_for_the_node(evidence):
-        found = f"was reported unhealthy by the scheduler, which ended its job for a node failure, {lead.when}"
-    else:
-        found = f"gave {len(seen)} signal(s) {lead.when}"
-    answers = "; ".join(", ".join(f"{r.host.name}{' (control)' if r.host == evidence.control else ''}: {r.detail}"
-                                  for r in answers) for answers in evidence.rounds) or "none (no probe from here)"
-    job = f"{evidence.job.state}" if evidence.job is not None else "unknown"
-    state = evidence.node_state or "unknown"
-    return f"{found} ({lead.why}; probes: {answers}; scheduler: node {state}, job {lead.job_id} {job})"
+    """The core's two-signal rule on one look (:func:`hotspare.judge_look`), added to what ``earlier`` looks at the
+    same silence found."""
+    return judge_look(look_of(evidence), earlier)
 
 
 def jobs_on(host: Host, hosts_by_job: Mapping[str, Host], live: Mapping[str, str],

@@ -61,6 +61,7 @@ from hotspare import (
     JobEnd,
     JobJudgement,
     Ledger,
+    NodeFinding,
     PatternSet,
     Quarantine,
     QuarantineReason,
@@ -81,7 +82,7 @@ from hotspare import (
     unhealthy,
 )
 from hotspare_parsl.layout import read_record
-from hotspare_parsl.silence import NodeEvidence, NodeFinding
+from hotspare_parsl.silence import NodeEvidence
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ calls NOT_RESPONDING/DOWN, is a :class:`Lead`: the node is probed twice, inside 
 asked (:mod:`hotspare_parsl.watch` does that). :func:`judge_node` reads what came back with the core's two-signal
 rule (:func:`hotspare.two_signals`): two missed probes, or a missed probe and the scheduler's NOT_RESPONDING/DOWN,
 make the node dead. The lead itself is never a signal: a manager starved of CPU misses heartbeats while its node
-answers every probe, and is left alone. The same rule as the Dask clusters' (``hotspare_dask.silence``), kept
-apart because an adapter imports only the core.
+answers every probe, and is left alone. The rule is the core's, shared with the Dask clusters
+(:func:`hotspare.judge_look`).
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hotspare import ANSWERED_RELOOK_S as ANSWERED_RELOOK_S  # noqa: PLC0414
+from hotspare import RELOOK_S as RELOOK_S  # noqa: PLC0414
 from hotspare import (
-    SIGNAL_PROBE,
-    SIGNAL_SCHEDULER,
     Host,
     HostError,
     JobFacts,
+    NodeFinding,
+    NodeLook,
     ProbeResult,
-    QuarantineReason,
-    signals_why,
-    two_signals,
-    unanswered,
+    judge_look,
     unhealthy,
 )
 
@@ -36,10 +35,6 @@ from hotspare import (
 SILENCE_FLOOR_S = 3.0
 #: The threshold is this many heartbeat periods: a live manager sends one every period.
 SILENCE_PERIODS = 3.0
-#: After a look that found one signal, the node is looked at again this soon (seconds)...
-RELOOK_S = 1.0
-#: ...and after a look whose node answered, only this much later while its manager stays silent.
-ANSWERED_RELOOK_S = 10.0
 WHEN_SILENT = "while its block's manager was silent"
 WHEN_REPORTED = "while the scheduler reported it unhealthy"
 
@@ -128,50 +123,12 @@ class NodeEvidence:
     job: JobFacts | None
 
 
-@dataclass(frozen=True, slots=True)
-class NodeFinding:
-    """What a look concluded about a node: dead or not, on which signals, and why in words."""
-
-    host: Host
-    dead: bool
-    signals: tuple[str, ...]
-    why: str
-    reason: QuarantineReason
-    relook_s: float = ANSWERED_RELOOK_S
-
-
 def judge_node(evidence: NodeEvidence, earlier: Sequence[str] = ()) -> NodeFinding:
-    """The core's two-signal rule on one look (pure): each probe round the lead's host missed (counted only while
-    the block's job runs: a step of an ended job fails on a healthy node; and not when the control missed it too)
-    and the scheduler calling the node unhealthy are signals, added to those ``earlier`` looks at the same silence
-    found. A job the scheduler already ended for a node failure, on a node it calls unhealthy, is dead on that."""
-    host, job = evidence.lead.host, evidence.job
-    seen = list(earlier)
-    counts = job is not None and job.state.upper().startswith("RUNNING")
-    for answers in evidence.rounds if counts else ():
-        if host in unanswered(answers, [r.host for r in answers], control=evidence.control):
-            seen.append(SIGNAL_PROBE)
-    if unhealthy(evidence.node_state) and SIGNAL_SCHEDULER not in seen:
-        seen.append(SIGNAL_SCHEDULER)
-    ended = job is not None and (job.node_failed or job.requeued) and unhealthy(evidence.node_state)
-    reason = QuarantineReason.SCHEDULER if SIGNAL_SCHEDULER in seen else QuarantineReason.PROBED
-    relook_s = RELOOK_S if seen and counts and evidence.rounds else ANSWERED_RELOOK_S
-    return NodeFinding(host, two_signals(seen) or ended, tuple(seen), _why(evidence, seen, ended), reason, relook_s)
-
-
-def _why(evidence: NodeEvidence, seen: Sequence[str], ended: bool) -> str:
+    """The core's two-signal rule on one look (:func:`hotspare.judge_look`, the Dask clusters' too), added to what
+    ``earlier`` looks at the same silence found."""
     lead = evidence.lead
-    if two_signals(seen):
-        found = signals_why(seen, lead.when)
-    elif ended:
-        found = f"was reported unhealthy by the scheduler, which ended its block's job for a node failure, {lead.when}"
-    else:
-        found = f"gave {len(seen)} signal(s) {lead.when}"
-    answers = "; ".join(", ".join(f"{r.host.name}{' (control)' if r.host == evidence.control else ''}: {r.detail}"
-                                  for r in answers) for answers in evidence.rounds) or "none (no probe from here)"
-    job = evidence.job.state if evidence.job is not None else "unknown"
-    return (f"{found} ({lead.why}; probes: {answers}; scheduler: node {evidence.node_state or 'unknown'}, "
-            f"job {lead.job_id} {job})")
+    return judge_look(NodeLook(lead.host, lead.job_id, lead.why, lead.when, evidence.rounds, evidence.control,
+                               evidence.node_state, evidence.job, job_words="its block's job"), earlier)
 
 
 def pick_control(suspect: Host, hosts: Mapping[str, Host], live: Sequence[str],

@@ -23,9 +23,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from hotspare import QUICK_PROBE_S, Host, SchedulerKind, probe_in_jobs_slurm, probe_twice
+from hotspare import QUICK_PROBE_S, Host, NodeFinding, SchedulerKind, probe_in_jobs_slurm, probe_twice
 from hotspare_parsl.interchange import EXPIRE, MANAGERS
-from hotspare_parsl.silence import Lead, NodeEvidence, NodeFinding, find_leads, judge_node, parse_managers, pick_control
+from hotspare_parsl.silence import Lead, NodeEvidence, find_leads, judge_node, parse_managers, pick_control
 
 if TYPE_CHECKING:
     from hotspare_parsl.provider import FailoverProvider

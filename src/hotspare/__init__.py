@@ -29,7 +29,20 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     )
     from hotspare.act.runner import StopCause
     from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
-    from hotspare.decide.judge import SIGNAL_PROBE, SIGNAL_SCHEDULER, signals_why, two_signals, unanswered
+    from hotspare.decide.judge import (
+        ANSWERED_RELOOK_S,
+        RELOOK_S,
+        SIGNAL_PROBE,
+        SIGNAL_SCHEDULER,
+        NodeFinding,
+        NodeLook,
+        ended_for_the_node,
+        judge_look,
+        probes_count,
+        signals_why,
+        two_signals,
+        unanswered,
+    )
     from hotspare.decide.policy import Action, Budgets, Decision, History, decide
     from hotspare.decide.pool import Pool, resolve_allocation
     from hotspare.errors import (
@@ -88,7 +101,9 @@ _WHERE: dict[str, str] = {
         ),
         ("hotspare.act.runner", "StopCause"),
         ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts unhealthy"),
-        ("hotspare.decide.judge", "SIGNAL_PROBE SIGNAL_SCHEDULER signals_why two_signals unanswered"),
+        ("hotspare.decide.judge",
+         "ANSWERED_RELOOK_S RELOOK_S SIGNAL_PROBE SIGNAL_SCHEDULER NodeFinding NodeLook ended_for_the_node judge_look "
+         "probes_count signals_why two_signals unanswered"),
         ("hotspare.decide.policy", "Action Budgets Decision History decide"),
         ("hotspare.decide.pool", "Pool resolve_allocation"),
         (
@@ -133,6 +148,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ANSWERED_RELOOK_S",
     "EXIT_INTERRUPTED",
     "EXIT_NO_RETRY",
     "EXIT_OK",
@@ -142,6 +158,7 @@ __all__ = [
     "HOOK_FAILED",
     "QUICK_PROBE_GAP_S",
     "QUICK_PROBE_S",
+    "RELOOK_S",
     "SIGNAL_PROBE",
     "SIGNAL_SCHEDULER",
     "SNAPSHOT_NAME",
@@ -173,6 +190,8 @@ __all__ = [
     "JobRow",
     "LauncherKind",
     "Ledger",
+    "NodeFinding",
+    "NodeLook",
     "ObservationRow",
     "PatternError",
     "PatternSet",
@@ -206,10 +225,12 @@ __all__ = [
     "confirm_by_probe",
     "confirm_suspects",
     "decide",
+    "ended_for_the_node",
     "expand_hosts",
     "find_latest",
     "judge_host_lost",
     "judge_job",
+    "judge_look",
     "judge_task",
     "lead_left",
     "load_patterns",
@@ -219,6 +240,7 @@ __all__ = [
     "probe_in_jobs_slurm",
     "probe_suspects_slurm",
     "probe_twice",
+    "probes_count",
     "read_hostfile",
     "read_outputs",
     "read_snapshot",

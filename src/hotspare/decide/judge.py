@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from hotspare.act.probe import ProbeResult
 from hotspare.act.runner import StopCause
+from hotspare.act.scheduler import JobFacts, unhealthy
 from hotspare.decide.policy import Action, Budgets, Decision, History, decide
 from hotspare.decide.pool import Pool
 from hotspare.evidence.classify import Blame, Verdict, classify
@@ -180,3 +181,92 @@ def _verdict(obs: Observations, pool: Pool) -> Verdict:
         verdict = blame(verdict, down, QuarantineReason.SCHEDULER,
                         f"did not answer a probe ({obs.probe_why}) and the scheduler reports it down")
     return verdict
+
+
+#: When a node that gave one signal is looked at again (seconds), while a probe can still give the second.
+RELOOK_S = 1.0
+#: When a node that answered, or one no probe can reach, is looked at again (seconds).
+ANSWERED_RELOOK_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLook:
+    """One look at a workflow's node under suspicion (a Dask worker's or a Parsl block's): why it was looked at,
+    each probe round's answers (the node's, and a control's beside it when there was one), the scheduler's state
+    of the node and its word on the job holding it (None: it could not be asked)."""
+
+    host: Host
+    job_id: str
+    #: What made someone look, for the record.
+    why: str
+    #: How the verdict names the moment ("while its worker was silent").
+    when: str
+    rounds: tuple[tuple[ProbeResult, ...], ...]
+    control: Host | None
+    node_state: str
+    job: JobFacts | None
+    #: How the finding names the job in words ("its job", "its block's job").
+    job_words: str = "its job"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFinding:
+    """What a look concluded about a node: dead or not, on which signals, and why in words."""
+
+    host: Host
+    dead: bool
+    signals: tuple[str, ...]
+    why: str
+    reason: QuarantineReason
+    #: When a node found alive is looked at again: soon while it has one signal and a probe can still give the
+    #: second, later otherwise.
+    relook_s: float = ANSWERED_RELOOK_S
+
+
+def probes_count(job: JobFacts | None) -> bool:
+    """Whether a missed probe says anything about the node (pure): the probe is a step of the node's job, which
+    fails on a healthy node once the job has ended, so only a job the scheduler still calls RUNNING counts."""
+    return job is not None and job.state.upper().startswith("RUNNING")
+
+
+def ended_for_the_node(look: NodeLook) -> bool:
+    """Whether the scheduler has already concluded (pure): it ended the node's job for a node failure (SLURM's
+    NODE_FAIL, or the job put back in the queue) and reports the node unhealthy. A probe of that ended job could
+    add nothing."""
+    job = look.job
+    return job is not None and (job.node_failed or job.requeued) and unhealthy(look.node_state)
+
+
+def judge_look(look: NodeLook, earlier: Sequence[str] = ()) -> NodeFinding:
+    """The two-signal rule on one look (pure), for the workflow adapters: each probe round the node missed
+    (counted only while its job runs, and not when the control missed it too) and the scheduler calling it
+    unhealthy are signals, added to those ``earlier`` looks at the same silence found. A node whose job the
+    scheduler already ended for a node failure (:func:`ended_for_the_node`) is dead on that verdict."""
+    seen = list(earlier)
+    counts = probes_count(look.job)
+    for answers in look.rounds if counts else ():
+        if look.host in unanswered(answers, [r.host for r in answers], control=look.control):
+            seen.append(SIGNAL_PROBE)
+    if unhealthy(look.node_state) and SIGNAL_SCHEDULER not in seen:
+        seen.append(SIGNAL_SCHEDULER)
+    ended = ended_for_the_node(look)
+    reason = QuarantineReason.SCHEDULER if SIGNAL_SCHEDULER in seen else QuarantineReason.PROBED
+    relook_s = RELOOK_S if seen and counts and look.rounds else ANSWERED_RELOOK_S
+    return NodeFinding(look.host, two_signals(seen) or ended, tuple(seen), _look_why(look, seen, ended), reason,
+                       relook_s)
+
+
+def _look_why(look: NodeLook, seen: Sequence[str], ended: bool) -> str:
+    """The finding in words, with its evidence: the lead, every probe answer, the scheduler's word."""
+    if two_signals(seen):
+        found = signals_why(seen, look.when)
+    elif ended:
+        found = (f"was reported unhealthy by the scheduler, which ended {look.job_words} for a node failure, "
+                 f"{look.when}")
+    else:
+        found = f"gave {len(seen)} signal(s) {look.when}"
+    answers = "; ".join(", ".join(f"{r.host.name}{' (control)' if r.host == look.control else ''}: {r.detail}"
+                                  for r in answers) for answers in look.rounds) or "none (no probe from here)"
+    job = look.job.state if look.job is not None else "unknown"
+    state = look.node_state or "unknown"
+    return f"{found} ({look.why}; probes: {answers}; scheduler: node {state}, job {look.job_id} {job})"
