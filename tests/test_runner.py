@@ -120,3 +120,17 @@ def test_a_launcher_that_exits_by_itself_takes_its_helpers_with_it(tmp_path: Pat
             break
         time.sleep(0.05)
     assert _state(helper) in ("Z", "X", None), "the helper the launcher left was not ended"
+
+
+def test_lines_a_rank_writes_just_after_the_launcher_exits_are_read(tmp_path: Path) -> None:
+    """A launcher that exits while a rank of its still writes its last line (under load, a traceback relayed after
+    the launcher's exit status): the attempt is judged with that line, read before the pipe's EOF (bounded by
+    EXIT_DRAIN_S), not cut at the launcher's exit."""
+    seen: list[bytes] = []
+    script = "(sleep 0.3; echo 'IndexError: list index out of range') & exit 1"
+    launch = Launch(["bash", "-c", script], tmp_path / "log", seen.append)
+    launch.start()
+    outcome = launch.finish()
+    assert outcome.rc == 1
+    assert b"IndexError: list index out of range" in b"".join(seen)
+    assert b"IndexError" in (tmp_path / "log").read_bytes()
