@@ -31,8 +31,14 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 
 def _legs(tmp_path: Path) -> str:
-    logs = sorted(tmp_path.glob("hotspare-jobqueue-pbs.*/results/*.log"))
-    return "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}" for log in logs)
+    """Each leg's (and rerun's) failed tests with their messages (pytest's -r lines), then the log's tail."""
+    logs = sorted(tmp_path.glob("hotspare-jobqueue-pbs.*/results/**/*.log"))
+    parts = []
+    for log in logs:
+        text = log.read_text(errors="replace")
+        failed = [line for line in text.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+        parts.append(f"--- {log.name}:\n" + "".join(f"{line}\n" for line in failed) + text[-1500:])
+    return "\n".join(parts)
 
 
 def test_dask_jobqueues_own_pbs_tests_pass_the_same_with_failover(pbs_bed: Bed, tmp_path: Path) -> None:
