@@ -9,7 +9,7 @@ passed plain and not failover, else 0.
 
 **Reruns.** Some upstream tests are flaky with both classes (with distributed 2026.8 a synchronous
 ``Client.scheduler_info()`` can return the client's 2-second refresh, which lists no workers, instead of its own
-fetch: ``test_pbs.py::test_basic`` then fails on either class, about once in fifty runs). ``--rerun-targets ENV``
+fetch: ``test_pbs.py::test_basic`` can then fail on either class; it did once in CI). ``--rerun-targets ENV``
 prints the ``file.py::function`` of each test that passed plain and not failover under ``-E ENV``; the scripts run
 those again with the failover classes into ``RESULTS_DIR/reruns/failover-<env>-<n>.xml``. A test that passed in
 every rerun (three) is reported as flaky, by name, and is not a regression; one that failed again is.
