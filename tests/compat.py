@@ -35,9 +35,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -101,9 +102,32 @@ class Outcome:
     what: str  # "passed", or the step that failed
 
     def line(self) -> str:
-        """One line: name, versions, passed/failed (with the failed step), seconds."""
+        """One line: name, versions, passed/failed (with the failed step) or covered, seconds."""
         verdict = "passed" if self.ok else f"FAILED ({self.what})"
+        if self.ok and self.what == COVERED:
+            return f"{self.edge.name:<13} {' '.join(self.edge.pins):<60} covered: this Python has these versions"
         return f"{self.edge.name:<13} {' '.join(self.edge.pins):<60} {verdict:<8} {self.seconds:6.1f} s"
+
+
+#: An edge whose pins are what the running Python has installed (``--skip-covered``).
+COVERED = "covered"
+
+
+def installed_pins(edge: Edge, version_of: Callable[[str], str | None]) -> bool:
+    """True when every pin of ``edge`` is the version ``version_of`` reports for its package (pure): the suite
+    running in that Python already runs a superset of the edge's tests and its real run."""
+    for pin in edge.pins:
+        name, _, version = pin.partition("==")
+        if version_of(name) != version:
+            return False
+    return True
+
+
+def _version_here(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def build_venv_name(edge: Edge, checkout: Path, python_version: str) -> str:
@@ -222,11 +246,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"check only this edge (repeatable): {', '.join(e.name for e in EDGES)}")
     parser.add_argument("--jobs", type=int, default=2, help="edges checked at once (default: %(default)s)")
     parser.add_argument("--cache", type=Path, default=None, help=f"the venvs' directory (default: {default_cache()})")
+    parser.add_argument("--skip-covered", action="store_true",
+                        help="do not build or run an edge whose exact versions the Python running this has installed "
+                             "(tests/test_compat.py: the suite in that Python covers it)")
     args = parser.parse_args(argv)
     unknown = set(args.only) - {e.name for e in EDGES}
     if unknown:
         parser.error(f"unknown edge {', '.join(sorted(unknown))}: use one of {', '.join(e.name for e in EDGES)}")
     edges = [e for e in EDGES if not args.only or e.name in args.only]
+    covered = [e for e in edges if args.skip_covered and installed_pins(e, _version_here)]
+    for edge in covered:
+        print(Outcome(edge, True, 0.0, COVERED).line(), flush=True)
+    edges = [e for e in edges if e not in covered]
     cache = (args.cache or default_cache()).resolve()
     # Temporary files in a fresh, short-named directory of the system's (see _env), removed afterwards.
     if args.jobs < 1:

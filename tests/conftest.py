@@ -138,6 +138,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.line(_stray_report(config.stash[_CHECKOUT][0], strays), red=True)
 
 
+#: The session fixtures that own a real cluster on fixed ports or in a namespace of its own.
+BED_FIXTURES = frozenset({"slurm_cluster", "pbs_cluster"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that needs a real cluster goes to one xdist group: under ``./run test`` (``-n 2 --dist
+    loadgroup``) they all run in one worker process, one after another, on that worker's one SLURM bed and one PBS
+    bed (two beds of a kind on one machine would share ports); the rest of the suite runs beside them in the other
+    worker. Without xdist the marker does nothing."""
+    for item in items:
+        if BED_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("bed"))
+
+
 @pytest.fixture(scope="session")
 def patterns() -> PatternSet:
     return load_patterns(environ={})
