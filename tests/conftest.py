@@ -22,7 +22,7 @@ from hotspare.act.runner import Completed
 from hotspare.act.scheduler import SchedulerQuery
 from hotspare.record.ledger import AttemptRow, DecisionRow, Ledger, ObservationRow
 from hotspare.record.quarantine import Entry, Quarantine
-from testbed.cluster import Bed
+from testbed.cluster import Bed, BedError
 from testbed.pbs import Bed as PbsBed
 from testbed.pbs_build import ensure_openpbs
 
@@ -216,19 +216,28 @@ def slurm_bed(slurm_cluster):  # type: ignore[no-untyped-def]
 
 
 class _PbsCluster:
-    """The session's PBS bed, rebuilt (down, then up: ~15 s) whenever a test crashed, froze or restarted a node,
-    or left a job that did not end within 10 s of its ``qdel``."""
+    """The session's PBS bed: a node a test crashed or froze is rebooted (:meth:`PbsBed.heal`, a few seconds);
+    rebuilt (down, then up: ~15 s) only when that fails, the server host is not whole, or a job did not end
+    within 10 s of its ``qdel``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.bed: PbsBed | None = None
 
     def fresh(self) -> PbsBed:
-        if self.bed is not None and self.bed.settled(timeout_s=10):
+        if self.bed is not None and self._whole(self.bed):
             return self.bed
         self.close()
         self.bed = PbsBed.up(self.root, ensure_openpbs())
         return self.bed
+
+    @staticmethod
+    def _whole(bed: PbsBed) -> bool:
+        try:
+            return bed.heal() if bed.disturbed else bed.settled(timeout_s=10)
+        except BedError as exc:  # a node that would not come back: the bed is built anew
+            print(f"PBS bed: healing failed ({exc}); building a new one", file=sys.stderr)
+            return False
 
     def close(self) -> None:
         if self.bed is not None:
