@@ -359,7 +359,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
-                            and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)), None)
+                            and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)
+                            and e.pattern not in _STATUS_ONLY), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
@@ -369,6 +370,12 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
     return None
+
+
+# User errors read from an exit status alone (127: not found, 126: not executable): the program never ran, but a
+# launcher that failed to start it on a node reports the same status, so a line before it that says the job died
+# (a failed launch on a named node) is not explained away by it.
+_STATUS_ONLY = frozenset({"kernel.exit_code_not_found"})
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -425,8 +432,10 @@ def _signal_death(
     (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE) makes the failure a ``rank_killed`` that started on its host
     (blamed, not excluded: a crash is the program's until node evidence joins it). SIGTERM/SIGHUP to the other
     ranks after it, and crash lines after the teardown began, are the teardown. When every host's ranks crashed
-    alike, nobody is the origin."""
-    if not decision.from_status or decision.failure_class not in (FailureClass.UNKNOWN, FailureClass.RANK_KILLED):
+    alike, nobody is the origin. A line that only says a process died, not why (class ``unknown``: Ray's "a worker
+    died or was killed", a launcher's bare exit banner), leaves the why to a crash line as the exit status does."""
+    if decision.failure_class is not FailureClass.UNKNOWN and not (
+            decision.from_status and decision.failure_class is FailureClass.RANK_KILLED):
         return decision
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
