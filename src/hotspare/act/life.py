@@ -138,14 +138,19 @@ class QuarantineLife:
         self._probe_after: dict[Host, float] = {}
         #: When each quarantined node was last seen out of service (wall clock).
         self._seen_down: dict[Host, float] = {}
+        #: The pending jobs at the last tick: a new one is looked at without waiting.
+        self._pending_seen: set[str] = set()
         #: The sets of hosts a "no room" was said for (each said once).
         self._said: set[frozenset[Host]] = set()
 
     def tick(self, *, placing: bool = False, pending: Collection[str] = ()) -> list[ProbeTurn]:
-        """Look now if a job is being placed (``placing``) or the last look is :data:`LOOK_EVERY_S` old: readmit
-        the nodes that came back, and check the workflow's ``pending`` job ids for want of room. The probes run."""
+        """Look now if a job is being placed (``placing``), a job of ``pending`` (the workflow's jobs not yet
+        running) was not there at the last look, or the last look is ``look_every_s`` old: readmit the nodes that
+        came back, and check the pending jobs for want of room. The probes run here."""
         now = self._clock()
-        if not placing and now < self._next_look_s:
+        fresh = not set(pending) <= self._pending_seen
+        self._pending_seen = set(pending)
+        if not placing and not fresh and now < self._next_look_s:
             return []
         self._next_look_s = now + self.look_every_s
         turns = self._readmit(now)

@@ -68,7 +68,7 @@ def render_workflow(report: WorkflowReport) -> str:
             lines.append(f"  {task:>5} {tried:>4} {r.scope.value:<10} {r.fault.value:<6} {r.cost:>5g} {try_s:>7}  "
                          f"{r.reason}")
     lines += ["", "kept out:" if report.quarantine else "kept out: nobody"]
-    lines += [f"  {e.host.raw} ({e.reason.value}, {_until(e)}): {e.detail}" for e in report.quarantine]
+    lines += [f"  {e.host.raw} ({e.reason.value}): {e.detail}; kept out {_until(e)}" for e in report.quarantine]
     if report.life:
         lines += ["", "quarantine:"]
         lines += [f"  {o.at_s - start:>9.1f}s {o.kind:<8} {o.host or '-'}: {o.detail}" for o in report.life]
