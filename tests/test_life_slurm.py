@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from distributed import Client
 from parsl.jobs.states import JobState
 from parsl.providers import SlurmProvider
 
+from conftest import run_cli
 from hotspare import DEFAULT_QUARANTINE_TTL_S, Host, Ledger, Quarantine, QuarantineReason
 from hotspare.act.life import NO_ROOM, READMIT, parse_scontrol_sightings
 from hotspare_dask import FailoverSLURMCluster
