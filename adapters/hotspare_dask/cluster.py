@@ -48,9 +48,11 @@ import dask.config
 from dask_jobqueue.pbs import PBSCluster
 from dask_jobqueue.slurm import SLURMCluster
 from distributed.deploy.cluster import Cluster
+from tornado.ioloop import PeriodicCallback
 
 from hotspare import (
     DEFAULT_QUARANTINE_TTL_S,
+    LOOK_EVERY_S,
     SNAPSHOT_NAME,
     Entry,
     Host,
@@ -171,6 +173,10 @@ class _Failover(SilenceWatch):
         self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
         await self.task_blame.start(self.scheduler)
         self._start_watch()
+        # Between placements (adapt may be off: then nothing else corrects state), the quarantine's look.
+        life = PeriodicCallback(self._life_tick, LOOK_EVERY_S * 1000 / 2)
+        self.periodic_callbacks["hotspare-quarantine"] = life
+        life.start()
 
     def _job_class(self) -> Any:
         return getattr(type(self), "job_cls")  # noqa: B009 -- the class attribute, before __init__ sets one
@@ -397,6 +403,10 @@ class _Failover(SilenceWatch):
         if self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
             return
         self._life.tick(placing=placing, pending=pending)
+
+    async def _life_tick(self) -> None:
+        if not self._closing:
+            await asyncio.to_thread(self._readmit_due, pending=self._unstarted_jobs())
 
     def _unstarted_jobs(self) -> list[str]:
         """Batch job ids submitted whose workers have not yet come (the ones SLURM may hold back)."""

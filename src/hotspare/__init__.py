@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.checkpoint import Checkpoint, find_latest
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
-    from hotspare.act.life import QuarantineLife
+    from hotspare.act.life import LOOK_EVERY_S, QuarantineLife
     from hotspare.act.probe import (
         QUICK_PROBE_GAP_S,
         QUICK_PROBE_S,
@@ -96,7 +96,7 @@ _WHERE: dict[str, str] = {
         ("hotspare.act.checkpoint", "Checkpoint find_latest"),
         ("hotspare.act.gateway", "ProcessRunner Runner"),
         ("hotspare.act.launchers", "LauncherKind"),
-        ("hotspare.act.life", "QuarantineLife"),
+        ("hotspare.act.life", "LOOK_EVERY_S QuarantineLife"),
         ("hotspare.decide.life", "DEFAULT_QUARANTINE_TTL_S"),
         (
             "hotspare.act.probe",
@@ -161,6 +161,7 @@ __all__ = [
     "EXIT_USAGE",
     "HOOK_EXIT",
     "HOOK_FAILED",
+    "LOOK_EVERY_S",
     "QUICK_PROBE_GAP_S",
     "QUICK_PROBE_S",
     "RELOOK_S",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -140,6 +141,7 @@ class QuarantineLife:
         self._seen_down: dict[Host, float] = {}
         #: The pending jobs at the last tick: a new one is looked at without waiting.
         self._pending_seen: set[str] = set()
+        self._ticking = threading.Lock()
         #: The sets of hosts a "no room" was said for (each said once).
         self._said: set[frozenset[Host]] = set()
 
@@ -147,6 +149,16 @@ class QuarantineLife:
         """Look now if a job is being placed (``placing``), a job of ``pending`` (the workflow's jobs not yet
         running) was not there at the last look, or the last look is ``look_every_s`` old: readmit the nodes that
         came back, and check the pending jobs for want of room. The probes run here."""
+        # One look at a time (an adapter may tick from its placement and from a periodic callback): a placement
+        # waits for the look under way (bounded by its probes' timeout), a periodic tick skips.
+        if not self._ticking.acquire(blocking=placing):
+            return []
+        try:
+            return self._tick(placing, pending)
+        finally:
+            self._ticking.release()
+
+    def _tick(self, placing: bool, pending: Collection[str]) -> list[ProbeTurn]:
         now = self._clock()
         fresh = not set(pending) <= self._pending_seen
         self._pending_seen = set(pending)
