@@ -13,9 +13,11 @@ placement, and at most every :data:`LOOK_EVERY_S` between, it
    node is quarantined (:func:`hotspare.decide.life.no_room`) it says so once on the adapter's log and once in
    the ledger (a ``no-room`` observation, shown by ``hotspare postmortem WF_DIR``).
 
-SLURM only. PBS has no probe that can be run from the workflow's process (``pbs_tmrsh`` works only inside a job,
-and a pinned probe job would queue behind the very jobs it asks about), so a PBS quarantine keeps its hosts out
-until they are readmitted by hand, as before.
+SLURM only. On PBS, ``pbs_tmrsh`` works only inside a job, and PBS has no "start now or fail" like ``srun
+--immediate``: a probe job pinned with ``select=1:host=H`` waits in the queue for the next scheduling cycle (or
+behind other jobs), so a missing answer would mix the node's health with the queue's, and every timed-out probe
+would leave a job to ``qdel``. Not done here: a PBS quarantine keeps its hosts out until they are readmitted by
+hand, as before.
 """
 
 from __future__ import annotations
