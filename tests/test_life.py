@@ -46,6 +46,15 @@ def test_entries_expire_by_default_after_four_hours() -> None:
     assert RunConfig(command=("true",), allocation=("n1",), nhosts=1).quarantine_ttl_s == DEFAULT_QUARANTINE_TTL_S
 
 
+def test_a_bad_expiry_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """The Parsl provider refuses an expiry that is not a positive number of seconds, naming None as the way to
+    keep hosts out until readmitted by hand (the Dask clusters' check: test_dask_cluster)."""
+    from parsl.providers import LocalProvider  # noqa: PLC0415 -- only this test needs it
+
+    with pytest.raises(ValueError, match="quarantine_ttl_s=0: give seconds > 0, or None"):
+        FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf", quarantine_ttl_s=0)
+
+
 @pytest.mark.parametrize(("state", "serving", "down"), [
     ("IDLE", True, False),
     ("MIXED", True, False),
