@@ -780,7 +780,9 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             # The look: the node asked beside two probes (1 s apart), then the job; then the judging's rounds.
             assert naps == [QUICK_PROBE_GAP_S, JUDGE_POLL_S, JUDGE_POLL_S]
-            assert asked == ["node", "job"] + ["job", "node"] * 3
+            assert asked[:8] == ["node", "job"] + ["job", "node"] * 3
+            # Then, placing the replacement, the quarantine's look at its node (is n3 back in service?).
+            assert asked[8:] and set(asked[8:]) == {"node"}
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1]
         finally:
             cluster.close()

@@ -48,8 +48,11 @@ import dask.config
 from dask_jobqueue.pbs import PBSCluster
 from dask_jobqueue.slurm import SLURMCluster
 from distributed.deploy.cluster import Cluster
+from tornado.ioloop import PeriodicCallback
 
 from hotspare import (
+    DEFAULT_QUARANTINE_TTL_S,
+    LOOK_EVERY_S,
     SNAPSHOT_NAME,
     Entry,
     Host,
@@ -58,6 +61,7 @@ from hotspare import (
     Ledger,
     PatternSet,
     Quarantine,
+    QuarantineLife,
     QueryFailure,
     SchedulerKind,
     SchedulerQuery,
@@ -66,7 +70,6 @@ from hotspare import (
     confirm_by_probe,
     load_patterns,
     read_outputs,
-    readmit_expired_slurm,
 )
 from hotspare_dask.blame import PLUGIN_NAME, Settled, TaskBlame
 from hotspare_dask.jobs import FailoverPBSJob, FailoverSLURMJob, run_dir_on_worker
@@ -113,7 +116,8 @@ class _Failover(SilenceWatch):
     _dummy_job: Any
     _correct_state: Callable[[], Any]
 
-    def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask", quarantine_ttl_s: float | None = None,
+    def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask",
+                 quarantine_ttl_s: float | None = DEFAULT_QUARANTINE_TTL_S,
                  max_submits: int = 20, window_s: float = 600.0, judge_wait_s: float = 60.0,
                  probe_timeout_s: float = 30.0, silence_s: float | None = None,
                  silence_floor_s: float = SILENCE_FLOOR_S, query: SchedulerQuery | None = None,
@@ -128,8 +132,6 @@ class _Failover(SilenceWatch):
             raise ValueError(f"probe_timeout_s={probe_timeout_s!r}: give a positive number of seconds")
         self.probe_timeout_s = float(probe_timeout_s)
         self._init_watch(*silence_settings(silence_s, silence_floor_s))
-        #: When an expired quarantine entry whose probe failed may be probed again (monotonic seconds).
-        self._probe_after: dict[Host, float] = {}
         #: Set when close() starts: a lost job's judging stops waiting for the scheduler (close awaits it).
         self._closing = False
         #: Scheduler commands that did not answer since the last act step (recorded there, said once).
@@ -143,6 +145,10 @@ class _Failover(SilenceWatch):
         self.record = WorkflowRecord(self._ledger)
         self.quarantine = Quarantine.attach(self._ledger.connection, snapshot=self.run_dir / SNAPSHOT_NAME)
         self.quarantine.publish()
+        #: Readmits quarantined nodes that came back, says when the quarantine leaves a job no room (SLURM).
+        self._life = QuarantineLife(self.quarantine, self._ledger, self._query, self.run_dir / "probes",
+                                    probe_timeout_s=self.probe_timeout_s, lock=self._db_lock, retry_s=self.window_s,
+                                    warn=log.warning, clock=clock)
         self._recorded: set[str] = set()
         self._handled: set[str] = set()
         self._replacements: deque[float] = deque(maxlen=max_submits)
@@ -167,6 +173,10 @@ class _Failover(SilenceWatch):
         self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
         await self.task_blame.start(self.scheduler)
         self._start_watch()
+        # Between placements (adapt may be off: then nothing else corrects state), the quarantine's look.
+        life = PeriodicCallback(self._life_tick, LOOK_EVERY_S * 1000 / 2)
+        self.periodic_callbacks["hotspare-quarantine"] = life
+        life.start()
 
     def _job_class(self) -> Any:
         return getattr(type(self), "job_cls")  # noqa: B009 -- the class attribute, before __init__ sets one
@@ -207,7 +217,9 @@ class _Failover(SilenceWatch):
         return {name: self.fresh_spec()}
 
     async def _correct_state_internal(self) -> None:
-        await asyncio.to_thread(self._readmit_due)  # probes are subprocesses: off the event loop
+        # Probes and scheduler commands are subprocesses: off the event loop.
+        await asyncio.to_thread(self._readmit_due, placing=any(n not in self.workers for n in self.worker_spec),
+                                pending=self._unstarted_jobs())
         self.fold_task_findings()
         self._place_pending()
         await super()._correct_state_internal()  # type: ignore[misc]
@@ -380,25 +392,26 @@ class _Failover(SilenceWatch):
             self.worker_spec.pop(step.job, None)
         self._correct_state()
 
-    def _readmit_due(self) -> None:
-        """Quarantined hosts whose ``quarantine_ttl_s`` passed come back only after a passing probe (SLURM: a
-        one-task ``srun --immediate`` on the host, through the cluster's scheduler runner). A host that does not
-        answer stays out and is not probed again for ``window_s`` (adapt corrects state every second). PBS: no
-        probe can be run from here, so expired hosts stay out until readmitted by hand (``Quarantine.readmit``)."""
+    def _readmit_due(self, *, placing: bool = False, pending: Sequence[str] = ()) -> None:
+        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`), SLURM only: a node back in service
+        since it was quarantined (restarted, or seen down and now up) or whose ``quarantine_ttl_s`` passed comes
+        back after a passing probe (a one-task ``srun --immediate``, through the cluster's scheduler runner); one
+        that does not answer stays out and is not probed again for ``window_s``. Each probe is in the ledger. A
+        job of ``pending`` SLURM holds back while every free node is quarantined is said once (log and ledger).
+        Looks at once when a job is being placed (``placing``), else at most every 10 s (adapt corrects state
+        every second). PBS: no probe can be run from here; hosts stay out until readmitted by hand."""
         if self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
             return
-        now = self._clock()
-        with self._db_lock:
-            due = self.quarantine.due()
-        if not any(self._probe_after.get(e.host, 0.0) <= now for e in due):
-            return
-        found = readmit_expired_slurm(self.quarantine, self.run_dir / "probes", timeout_s=self.probe_timeout_s,
-                                      run=self._query.run, lock=self._db_lock)
-        for back in found:
-            if not back.readmitted:
-                self._probe_after[back.probe.host] = now + self.window_s
-            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", back.probe.host.name,
-                        back.probe.detail, "readmitted" if back.readmitted else "kept out")
+        self._life.tick(placing=placing, pending=pending)
+
+    async def _life_tick(self) -> None:
+        if not self._closing:
+            await asyncio.to_thread(self._readmit_due, pending=self._unstarted_jobs())
+
+    def _unstarted_jobs(self) -> list[str]:
+        """Batch job ids submitted whose workers have not yet come (the ones SLURM may hold back)."""
+        ids = [getattr(job, "job_id", None) for job in self.workers.values()]
+        return [str(i) for i in ids if i is not None and str(i) not in self._hosts_seen]
 
     def _worker_names(self, job: str) -> list[str]:
         """The names a job's workers register under (``X-0``, or ``X-0-0``, ``X-0-1`` with several processes)."""
@@ -434,7 +447,8 @@ class FailoverSLURMCluster(_Failover, SLURMCluster):
     """``SLURMCluster`` whose jobs are kept off quarantined hosts and replaced when their node dies.
 
     Every ``SLURMCluster`` argument, plus ``run_dir`` (the workflow directory: ledger and
-    ``quarantine.json``), ``quarantine_ttl_s`` (None: until readmitted by hand), ``max_submits`` and
+    ``quarantine.json``), ``quarantine_ttl_s`` (how long a quarantined host stays out before its probe:
+    4 hours by default, :data:`hotspare.DEFAULT_QUARANTINE_TTL_S`; None: until readmitted by hand), ``max_submits`` and
     ``window_s`` (at most that many replacements of lost jobs per window), ``judge_wait_s`` (how long a lost
     job's judging waits for the scheduler to end it or report its node down), ``silence_floor_s`` (a worker
     silent this long at least, 3 s by default, and five of its heartbeat gaps, has its node probed; ``silence_s``

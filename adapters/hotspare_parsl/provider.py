@@ -53,6 +53,7 @@ from parsl.providers.base import ExecutionProvider
 from parsl.providers.pbspro import pbspro as _pbspro_module
 
 from hotspare import (
+    DEFAULT_QUARANTINE_TTL_S,
     HOOK_EXIT,
     HOOK_FAILED,
     SNAPSHOT_NAME,
@@ -64,6 +65,7 @@ from hotspare import (
     NodeFinding,
     PatternSet,
     Quarantine,
+    QuarantineLife,
     QuarantineReason,
     QueryFailure,
     RetryRow,
@@ -78,7 +80,6 @@ from hotspare import (
     load_patterns,
     pin_pbs_hosts,
     read_outputs,
-    readmit_expired_slurm,
     unhealthy,
 )
 from hotspare_parsl.layout import read_record
@@ -241,7 +242,7 @@ class FailoverProvider(ExecutionProvider):
         run_dir: str | Path = "hotspare-parsl",
         max_submits: int = 20,
         window_s: float = 600.0,
-        quarantine_ttl_s: float | None = None,
+        quarantine_ttl_s: float | None = DEFAULT_QUARANTINE_TTL_S,
         probe_timeout_s: float = 60.0,
         query: SchedulerQuery | None = None,
         python: str | None = None,
@@ -252,6 +253,9 @@ class FailoverProvider(ExecutionProvider):
             raise ValueError(f"spares_per_block={spares_per_block}: give 0 or more")
         if max_submits < 1 or window_s <= 0:
             raise ValueError("max_submits must be >= 1 and window_s > 0")
+        if quarantine_ttl_s is not None and not quarantine_ttl_s > 0:
+            raise ValueError(f"quarantine_ttl_s={quarantine_ttl_s!r}: give seconds > 0, or None to keep hosts out "
+                             "until readmitted by hand")
         self.inner = inner
         self.spares_per_block = spares_per_block
         self.run_dir = Path(run_dir).resolve()
@@ -275,6 +279,9 @@ class FailoverProvider(ExecutionProvider):
         self.record = WorkflowRecord(self._ledger)
         self.quarantine = Quarantine.attach(self._ledger.connection, snapshot=self.run_dir / SNAPSHOT_NAME)
         self._findings: dict[Path, int] = {}
+        #: Readmits quarantined nodes that came back, says when the quarantine leaves a block no room (SLURM).
+        self._life = QuarantineLife(self.quarantine, self._ledger, self._query, self.run_dir / "probes",
+                                    probe_timeout_s=probe_timeout_s, lock=self._db_lock, warn=log.warning)
         #: LocalProvider only: each block stands for one of these hosts (demos, tests, laptops). A block
         #: whose process group is killed from outside is that host powering off.
         self.simulated_hosts = tuple(Host(h) for h in simulated_hosts)
@@ -324,7 +331,7 @@ class FailoverProvider(ExecutionProvider):
         for sub in ("blocks", "tasks"):
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         self.fold_findings()
-        self._readmit_due()
+        self._readmit_due(placing=True)
         self.quarantine.publish()  # the block's hook reads it: it must exist before the block starts
         bad = sorted(self.quarantine.hosts())
         name = f"{job_name}.{time.time():.6f}"
@@ -406,18 +413,15 @@ class FailoverProvider(ExecutionProvider):
             extra += f"#SBATCH --exclude={','.join(h.raw for h in bad)}\n"
         return extra
 
-    def _readmit_due(self) -> None:
-        """Quarantined hosts whose expiry passed come back only after a passing probe.
-
-        SLURM: a one-task ``srun`` on the host (its own tiny job, through the core's probe); a host that
-        does not answer stays out. Elsewhere (PBS, local) no probe can be run from here, so expired hosts
-        stay out until readmitted by hand (``Quarantine.readmit``).
-        """
-        if self._kind != "slurm":
-            return
-        for back in readmit_expired_slurm(self.quarantine, self.run_dir / "probes", timeout_s=self.probe_timeout_s):
-            log.warning("hotspare: quarantined host %s expired; probe: %s; %s", back.probe.host.name,
-                        back.probe.detail, "readmitted" if back.readmitted else "kept out")
+    def _readmit_due(self, *, placing: bool = False, pending: Sequence[str] = ()) -> None:
+        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`), SLURM only: a node back in service
+        since it was quarantined (restarted, or seen down and now up) or whose expiry passed comes back after a
+        passing probe (a one-task ``srun --immediate``, its own tiny job); one that does not answer stays out.
+        Each probe is in the ledger. A block of ``pending`` SLURM holds back while every free node is quarantined
+        is said once (log and ledger). At each submit (``placing``), else at most every 10 s of status polls.
+        Elsewhere (PBS, local) no probe can be run from here: hosts stay out until readmitted by hand."""
+        if self._kind == "slurm":
+            self._life.tick(placing=placing, pending=pending)
 
     def _pick_simulated(self) -> Host:
         """A simulated host for the next block: not quarantined, not held by a live block."""
@@ -454,6 +458,8 @@ class FailoverProvider(ExecutionProvider):
         steps = [self._look(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
         with self._db_lock:
             self._act([s for s in steps if s is not None])
+        self._readmit_due(pending=[str(j) for j, a in zip(job_ids, answers, strict=True)
+                                   if a.state == JobState.PENDING])
         return [self._report(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
 
     def _inner_status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:

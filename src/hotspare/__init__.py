@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.checkpoint import Checkpoint, find_latest
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
+    from hotspare.act.life import LOOK_EVERY_S, QuarantineLife
     from hotspare.act.probe import (
         QUICK_PROBE_GAP_S,
         QUICK_PROBE_S,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
         two_signals,
         unanswered,
     )
+    from hotspare.decide.life import DEFAULT_QUARANTINE_TTL_S
     from hotspare.decide.policy import Action, Budgets, Decision, History, decide
     from hotspare.decide.pool import Pool, resolve_allocation
     from hotspare.errors import (
@@ -94,6 +96,8 @@ _WHERE: dict[str, str] = {
         ("hotspare.act.checkpoint", "Checkpoint find_latest"),
         ("hotspare.act.gateway", "ProcessRunner Runner"),
         ("hotspare.act.launchers", "LauncherKind"),
+        ("hotspare.act.life", "LOOK_EVERY_S QuarantineLife"),
+        ("hotspare.decide.life", "DEFAULT_QUARANTINE_TTL_S"),
         (
             "hotspare.act.probe",
             "QUICK_PROBE_GAP_S QUICK_PROBE_S SUSPECT_PROBE_S ProbeResult Readmission probe_hosts "
@@ -149,6 +153,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ANSWERED_RELOOK_S",
+    "DEFAULT_QUARANTINE_TTL_S",
     "EXIT_INTERRUPTED",
     "EXIT_NO_RETRY",
     "EXIT_OK",
@@ -156,6 +161,7 @@ __all__ = [
     "EXIT_USAGE",
     "HOOK_EXIT",
     "HOOK_FAILED",
+    "LOOK_EVERY_S",
     "QUICK_PROBE_GAP_S",
     "QUICK_PROBE_S",
     "RELOOK_S",
@@ -200,6 +206,7 @@ __all__ = [
     "ProbeResult",
     "ProcessRunner",
     "Quarantine",
+    "QuarantineLife",
     "QuarantineReason",
     "QueryFailure",
     "Readmission",

@@ -42,6 +42,7 @@ from hotspare.act.observe import CHECKPOINT_POLL_S, Observer, Watch, stall_why
 from hotspare.act.runner import StopCause
 from hotspare.act.scheduler import SchedulerQuery, check_scheduler_choice
 from hotspare.decide.judge import SIGNAL_SCHEDULER, Ask, Judgement, Observations, judge, question
+from hotspare.decide.life import DEFAULT_QUARANTINE_TTL_S
 from hotspare.decide.policy import Action, Budgets, History
 from hotspare.decide.pool import Pool
 from hotspare.errors import EXIT_INTERRUPTED, InputError
@@ -89,7 +90,10 @@ class RunConfig:
     #: learned per attempt, 5x the median gap between progress lines, at least 2 s; 10 s until a few progress
     #: lines came). Nothing is ended on silence, one probe or the scheduler's word alone: it takes two signals.
     stall_s: float | None = None
-    quarantine_ttl_s: float | None = None
+    #: How long a host this run quarantined stays out before a probe may readmit it (seconds; None: for the whole
+    #: run). The workflow adapters' default, 4 hours (:data:`~hotspare.decide.life.DEFAULT_QUARANTINE_TTL_S`): a
+    #: run resumed the next day in the same directory should not inherit a quarantine of nodes since repaired.
+    quarantine_ttl_s: float | None = DEFAULT_QUARANTINE_TTL_S
     #: A directory shared with other runs holding the same spares (see :mod:`hotspare.act.claims`).
     spare_claims: str | None = None
     #: A quarantine snapshot another process owns (a workflow's ``quarantine.json``): its hosts are kept out

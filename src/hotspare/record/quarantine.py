@@ -179,9 +179,11 @@ class Quarantine:
         now = self._clock()
         return [e for e in self.entries() if e.expires_s is not None and e.expires_s <= now]
 
-    def readmit(self, host: Host, *, probe_passed: bool) -> bool:
-        """Let an expired host back in after a passing probe; True if it was readmitted."""
-        entry = next((e for e in self.due() if e.host == host), None)
+    def readmit(self, host: Host, *, probe_passed: bool, early: bool = False) -> bool:
+        """Let an expired host back in after a passing probe; True if it was readmitted. ``early``: before its
+        expiry, because the scheduler shows it back in service since it was quarantined (the caller decided so:
+        :func:`hotspare.decide.life.back_in_service`)."""
+        entry = next((e for e in (self.entries() if early else self.due()) if e.host == host), None)
         if entry is None or not probe_passed:
             return False
         self._db.execute("DELETE FROM quarantine WHERE host = ?", (host.name,))

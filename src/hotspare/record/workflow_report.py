@@ -1,16 +1,20 @@
 """``hotspare postmortem WORKFLOW_DIR``: what a workflow's adapter recorded — each batch job and how it ended, each
-failed try of a task, the hosts the workflow keeps out, and scheduler commands that did not answer."""
+failed try of a task, the hosts the workflow keeps out (until when), each readmission probe, each job the quarantine
+left without room, and scheduler commands that did not answer."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hotspare.decide.life import utc_clock
 from hotspare.record.ledger import Ledger, ObservationRow
 from hotspare.record.quarantine import Entry, Quarantine
 from hotspare.record.workflow import JobRow, RetryRow, WorkflowRecord
 
 _SCHEDULER_ERROR = "scheduler-error"
+#: The quarantine's life as :mod:`hotspare.act.life` records it: readmission probes, and jobs left without room.
+_LIFE = ("readmit", "no-room")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,8 @@ class WorkflowReport:
     retries: list[RetryRow]
     quarantine: list[Entry]
     scheduler_errors: tuple[ObservationRow, ...]
+    #: Readmission probes and "no room" findings, in order.
+    life: tuple[ObservationRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,6 +34,7 @@ class WorkflowReport:
             "retries": [{**asdict(r), "scope": r.scope.value, "fault": r.fault.value} for r in self.retries],
             "quarantine": [{"host": e.host.raw, "reason": e.reason.value, "since_s": e.since_s,
                             "expires_s": e.expires_s, "detail": e.detail} for e in self.quarantine],
+            "life": [asdict(o) for o in self.life],
             "scheduler_errors": {"count": len(self.scheduler_errors),
                                  "first": self.scheduler_errors[0].detail if self.scheduler_errors else None},
         }
@@ -39,8 +46,10 @@ def build_workflow_report(ledger: Ledger) -> WorkflowReport | None:
     jobs, retries = record.jobs(), record.retries()
     if not jobs and not retries:
         return None
-    errors = tuple(o for o in ledger.observations() if o.kind == _SCHEDULER_ERROR)
-    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors)
+    seen = ledger.observations()
+    errors = tuple(o for o in seen if o.kind == _SCHEDULER_ERROR)
+    life = tuple(o for o in seen if o.kind in _LIFE)
+    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors, life)
 
 
 def render_workflow(report: WorkflowReport) -> str:
@@ -59,8 +68,17 @@ def render_workflow(report: WorkflowReport) -> str:
             lines.append(f"  {task:>5} {tried:>4} {r.scope.value:<10} {r.fault.value:<6} {r.cost:>5g} {try_s:>7}  "
                          f"{r.reason}")
     lines += ["", "kept out:" if report.quarantine else "kept out: nobody"]
-    lines += [f"  {e.host.raw} ({e.reason.value}): {e.detail}" for e in report.quarantine]
+    lines += [f"  {e.host.raw} ({e.reason.value}): {e.detail}; kept out {_until(e)}" for e in report.quarantine]
+    if report.life:
+        lines += ["", "quarantine:"]
+        lines += [f"  {o.at_s - start:>9.1f}s {o.kind:<8} {o.host or '-'}: {o.detail}" for o in report.life]
     if report.scheduler_errors:
         lines += ["", f"scheduler errors: {len(report.scheduler_errors)}; first: "
                   f"{report.scheduler_errors[0].detail.splitlines()[0]}"]
     return "\n".join(lines) + "\n"
+
+
+def _until(entry: Entry) -> str:
+    if entry.expires_s is None:
+        return "until readmitted by hand"
+    return f"until {utc_clock(entry.expires_s)}"
