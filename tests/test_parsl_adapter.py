@@ -48,13 +48,8 @@ from hotspare_parsl import (
 )
 from hotspare_parsl.block import exports, split_block
 from hotspare_parsl.layout import read_record
-from hotspare_parsl.provider import (
-    _Block,
-    finished_as_completed,
-    merge_qstat_json,
-    qsub_with_output,
-    split_qstat_json,
-)
+from hotspare_parsl.pbs import finished_as_completed, merge_qstat_json, qsub_with_output, split_qstat_json
+from hotspare_parsl.provider import _Block
 
 DATA = Path(__file__).parent / "data"
 

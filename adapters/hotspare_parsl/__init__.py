@@ -18,8 +18,10 @@ if getattr(_core, "__file__", None) is None:  # a bare folder named hotspare was
 
 from hotspare_parsl.executor import FailoverHTEX
 from hotspare_parsl.interchange import INTERCHANGE_CMD
+from hotspare_parsl.layout import block_prologue
 from hotspare_parsl.mpi import mpi_launch
-from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit, block_prologue, pin_pbs_select
+from hotspare_parsl.pbs import pin_pbs_select
+from hotspare_parsl.provider import FailoverProvider, ResubmissionLimit
 from hotspare_parsl.retry import RetryHandler, block_error_handler, retry_handler
 
 __all__ = [

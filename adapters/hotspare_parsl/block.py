@@ -1,6 +1,6 @@
 """Inside a block's batch job: split the nodes into active and spare, and say so to the shell.
 
-The provider puts :func:`hotspare_parsl.provider.block_prologue` before the block's ``worker_init``:
+The provider puts :func:`hotspare_parsl.layout.block_prologue` before the block's ``worker_init``:
 it runs ``python -m hotspare_parsl.block --run-dir DIR --spares N --job-name NAME`` and evals what it
 prints, or, when it fails, stops the block with a ``hotspare: job hook failed`` line on stderr.
 

@@ -1,4 +1,5 @@
-"""Where a block's files live in the workflow directory, and reading back the record its hook wrote.
+"""How a block's hook is called (the lines before its ``worker_init``), where its files live in the workflow
+directory, and reading back the record it wrote.
 
 Shared by the block hook (which writes ``blocks/NAME/``, on the compute node) and the provider (which reads it,
 in the workflow process). Kept apart from :mod:`hotspare_parsl.block` so that importing the provider does not
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from pathlib import Path
 
-from hotspare import Host, HotspareError
+from hotspare import HOOK_EXIT, HOOK_FAILED, Host, HotspareError
 
 log = logging.getLogger(__name__)
 
@@ -32,3 +34,19 @@ def read_record(run_dir: Path, job_name: str) -> tuple[Host, ...]:
         # Read by the provider, in the workflow process: its log, and then the scheduler's word for the hosts.
         log.warning("hotspare: block %s: cannot read its record %s (%s); asking the scheduler", job_name, path, exc)
         return ()
+
+
+def block_prologue(python: str, run_dir: Path, spares: int, job_name: str) -> str:
+    """The lines put before a block's ``worker_init``: split the nodes, or stop the block, visibly.
+
+    ``eval "$(helper)"`` alone would run the block on every node — quarantined ones included, with no
+    spares — when the helper fails (``eval`` of nothing succeeds): the block exits ``HOOK_EXIT`` with
+    a ``HOOK_FAILED`` line on its stderr instead, which the provider reads when it judges the block.
+    """
+    argv = [python, "-P", "-m", "hotspare_parsl.block", "--run-dir", str(run_dir), "--spares", str(spares),
+            "--job-name", job_name]
+    helper = " ".join(shlex.quote(a) for a in argv)
+    failed = shlex.quote(f"{HOOK_FAILED}: python -m hotspare_parsl.block exited")
+    return (f"hotspare_env=$({helper}) || {{ echo {failed} \"$?\" '(see above); the block stops rather than run "
+            f"on unchecked nodes' >&2; exit {HOOK_EXIT}; }}\n"
+            'eval "$hotspare_env"\n')
