@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -140,16 +140,41 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 #: The session fixtures that own a real cluster on fixed ports or in a namespace of its own.
 BED_FIXTURES = frozenset({"slurm_cluster", "pbs_cluster"})
+#: The test files with tests that need one (checked at collection: a new one must be added here).
+BED_FILES = frozenset(f"tests/{name}.py" for name in (
+    "test_campaign", "test_conformance_pbs", "test_dask_examples", "test_dask_mpi", "test_dask_pbs",
+    "test_dask_silent_slurm", "test_dask_slurm", "test_life_slurm", "test_parsl_pbs", "test_parsl_silent_slurm",
+    "test_parsl_slurm", "test_pbs_bed", "test_pbs_failover", "test_slurm_failover", "test_stall_bed",
+    "test_suspects_bed", "test_testbed",
+))
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test that needs a real cluster goes to one xdist group: under ``./run test`` (``-n 2 --dist
-    loadgroup``) they all run in one worker process, one after another, on that worker's one SLURM bed and one PBS
-    bed (two beds of a kind on one machine would share ports); the rest of the suite runs beside them in the other
-    worker. Without xdist the marker does nothing."""
-    for item in items:
-        if BED_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("bed"))
+    """Refuse a test that needs a real cluster in a file :data:`BED_FILES` does not name: under ``./run test``
+    (two xdist workers) it would bring up a second bed on the same ports beside the first."""
+    strays = sorted({_file_of(item.nodeid) for item in items
+                     if BED_FIXTURES & set(getattr(item, "fixturenames", ())) and _file_of(item.nodeid) not in BED_FILES})
+    if strays:
+        raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} use a test bed: add them to BED_FILES")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under xdist (``./run test``: ``-n 2``): every test of :data:`BED_FILES` is one unit of work, run in one worker
+    one after another on that worker's SLURM and PBS beds (a second bed of a kind would share their ports); every
+    other test is a unit of its own, run beside them in the other worker. The bed unit, the largest, is handed out
+    first. (xdist's own ``--dist loadgroup`` does not group under pytest 9.2: it renames ``item._nodeid``, which
+    pytest 9.2 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 -- only under xdist
+
+    class BedsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "bed" if _file_of(nodeid) in BED_FILES else nodeid
+
+    return BedsTogether(config, log)
 
 
 @pytest.fixture(scope="session")
