@@ -344,7 +344,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
     teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence)}
     oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
-    for ev in evidence:
+    # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
+    # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.
+    ordered = sorted(evidence, key=lambda e: e.pattern in _STATUS_ONLY)  # stable: line order otherwise
+    for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
         if oom and ev.failure_class is FailureClass.RANK_KILLED:
@@ -372,10 +375,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     return None
 
 
-# User errors read from an exit status alone (127: not found, 126: not executable): the program never ran, but a
-# launcher that failed to start it on a node reports the same status, so a line before it that says the job died
-# (a failed launch on a named node) is not explained away by it.
-_STATUS_ONLY = frozenset({"kernel.exit_code_not_found"})
+# Failures read from an exit status alone (127: not found, 126: not executable, 137: SIGKILL): the run's summary,
+# not its cause. Any other line that decides comes first; and a line that says the job died (a failed launch on a
+# named node) is not explained away by a 127 after it, as the launcher that failed to start the program reports it.
+_STATUS_ONLY = frozenset({"kernel.exit_code_not_found", "kernel.exit_code_sigkill"})
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
