@@ -92,7 +92,7 @@ from hotspare_dask.settings import (
     silence_settings,
 )
 from hotspare_dask.silence import SILENCE_FLOOR_S
-from hotspare_dask.spares import SparePlugin, SparePool
+from hotspare_dask.spares import SparePool
 from hotspare_dask.watch import SilenceWatch
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class _Failover(SparePool, SilenceWatch):
         # dask-jobqueue's scheduler runs in this process: the plugin goes straight onto it.
         self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
         await self.task_blame.start(self.scheduler)
-        self.scheduler.add_plugin(self._spares_plugin(), name=SparePlugin.name)
+        self._spares_plugin().attach(self.scheduler)
         self._start_watch()
 
     def _job_class(self) -> Any:

@@ -113,14 +113,32 @@ def adapt_target(raw: int, workers: int, spare_workers: int) -> int:
 
 
 class SparePlugin(SchedulerPlugin):
-    """On the scheduler: a spare's worker is paused as it registers, never chosen to close on scale-down; a
-    promoted job's worker that registers again (a nanny restart, its job's environment still saying spare) gets its
-    memory pause back."""
+    """On the scheduler: a spare's worker is paused as it registers and stays so whatever it says, and is never
+    chosen to close on scale-down; a promoted job's worker that registers again (a nanny restart, its job's
+    environment still saying spare) gets its memory pause back."""
 
     name = "hotspare-spares"
 
     def __init__(self, is_spare: Callable[[str], bool], promote: Callable[[str], None]) -> None:
         self.is_spare, self.promote = is_spare, promote
+
+    def attach(self, scheduler: Any) -> None:
+        """Add this plugin to ``scheduler`` (in this process) and hold its spares paused.
+
+        A worker tells the scheduler ``running`` just after it registers (``Worker._register_with_scheduler`` sets
+        its own status, and the setter always reports it), which would undo the pause of :meth:`add_worker` at
+        once; so the scheduler's handler of that message ignores ``running`` from a spare. Promotion changes the
+        scheduler's side directly (:meth:`SparePool._wake`), not through this message."""
+        scheduler.add_plugin(self, name=self.name)
+        original = scheduler.stream_handlers["worker-status-change"]
+
+        def status_change(status: Any, worker: Any, stimulus_id: str, **kwargs: Any) -> None:
+            ws = scheduler.workers.get(worker) if isinstance(worker, str) else worker
+            if ws is not None and self.is_spare(str(ws.name)) and str(getattr(status, "name", status)) == "running":
+                return  # a spare stays paused until promoted
+            original(status=status, worker=worker, stimulus_id=stimulus_id, **kwargs)
+
+        scheduler.stream_handlers["worker-status-change"] = status_change
 
     def add_worker(self, scheduler: Any, worker: str) -> None:
         ws = scheduler.workers.get(worker)
