@@ -18,6 +18,7 @@ from distributed.core import Status
 from hotspare import Host
 from hotspare_dask import FailoverSLURMCluster
 from hotspare_dask.preload import HOSTNAME_KEY, SPARE_ENV, SPARE_KEY
+from hotspare_dask.settings import PRELOAD
 from hotspare_dask.spares import (
     SPARE_KIND,
     Spare,
@@ -28,7 +29,6 @@ from hotspare_dask.spares import (
     choose_spare,
     plan_spares,
 )
-from hotspare_dask.settings import PRELOAD
 
 #: The scheduler and its dashboard on loopback: nothing in these tests listens beyond this host.
 LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
