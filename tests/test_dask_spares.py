@@ -6,6 +6,7 @@ the dead node, and a spare whose own node crashed replaced as a spare."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ import pytest
 from distributed import Client, Scheduler, Worker
 from distributed.core import Status
 
-from hotspare import Host
+from conftest import run_cli
+from hotspare import Host, Ledger, WorkflowRecord
 from hotspare_dask import FailoverSLURMCluster
 from hotspare_dask.preload import HOSTNAME_KEY, SPARE_ENV, SPARE_KEY
 from hotspare_dask.settings import PRELOAD
@@ -106,6 +108,21 @@ def test_a_spares_script_says_so_and_an_active_jobs_does_not(tmp_path: Path) -> 
         assert SPARE_ENV not in cluster.job_script()
     finally:
         cluster.close()
+
+
+def test_postmortem_shows_each_promotion(tmp_path: Path) -> None:
+    """``hotspare postmortem`` on a workflow directory lists the promotions the cluster recorded (text and --json)."""
+    ledger = Ledger.open(tmp_path)
+    try:
+        WorkflowRecord(ledger).submitted("101", "C-0", 1000.0, [])
+        ledger.observe(0, 1012.5, SPARE_KIND, "n2", "spare C-spare-0 (batch job 102) on n2 took the place of C-0")
+    finally:
+        ledger.close()
+    shown = run_cli("postmortem", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    assert "spares:\n       12.5s spare C-spare-0 (batch job 102) on n2 took the place of C-0\n" in shown.stdout
+    data = json.loads(run_cli("postmortem", "--json", str(tmp_path)).stdout)
+    assert [o["detail"] for o in data["spares"]] == ["spare C-spare-0 (batch job 102) on n2 took the place of C-0"]
 
 
 # -- the plugin and the preload on a real scheduler and worker --------------------------------------------------

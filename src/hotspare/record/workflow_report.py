@@ -1,5 +1,6 @@
 """``hotspare postmortem WORKFLOW_DIR``: what a workflow's adapter recorded — each batch job and how it ended, each
-failed try of a task, the hosts the workflow keeps out, and scheduler commands that did not answer."""
+failed try of a task, the hosts the workflow keeps out, the spares that took a lost job's place, and scheduler
+commands that did not answer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from hotspare.record.quarantine import Entry, Quarantine
 from hotspare.record.workflow import JobRow, RetryRow, WorkflowRecord
 
 _SCHEDULER_ERROR = "scheduler-error"
+#: What the Dask clusters record when a spare job takes a lost job's place (hotspare_dask.spares.SPARE_KIND).
+_SPARE = "spare"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +24,8 @@ class WorkflowReport:
     retries: list[RetryRow]
     quarantine: list[Entry]
     scheduler_errors: tuple[ObservationRow, ...]
+    #: Each promotion of a spare job, as recorded ("spare X (batch job N) on H took the place of Y").
+    spares: tuple[ObservationRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,6 +33,7 @@ class WorkflowReport:
             "retries": [{**asdict(r), "scope": r.scope.value, "fault": r.fault.value} for r in self.retries],
             "quarantine": [{"host": e.host.raw, "reason": e.reason.value, "since_s": e.since_s,
                             "expires_s": e.expires_s, "detail": e.detail} for e in self.quarantine],
+            "spares": [{"at_s": o.at_s, "host": o.host, "detail": o.detail} for o in self.spares],
             "scheduler_errors": {"count": len(self.scheduler_errors),
                                  "first": self.scheduler_errors[0].detail if self.scheduler_errors else None},
         }
@@ -39,8 +45,10 @@ def build_workflow_report(ledger: Ledger) -> WorkflowReport | None:
     jobs, retries = record.jobs(), record.retries()
     if not jobs and not retries:
         return None
-    errors = tuple(o for o in ledger.observations() if o.kind == _SCHEDULER_ERROR)
-    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors)
+    observations = ledger.observations()
+    errors = tuple(o for o in observations if o.kind == _SCHEDULER_ERROR)
+    spares = tuple(o for o in observations if o.kind == _SPARE)
+    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors, spares)
 
 
 def render_workflow(report: WorkflowReport) -> str:
@@ -60,6 +68,8 @@ def render_workflow(report: WorkflowReport) -> str:
                          f"{r.reason}")
     lines += ["", "kept out:" if report.quarantine else "kept out: nobody"]
     lines += [f"  {e.host.raw} ({e.reason.value}): {e.detail}" for e in report.quarantine]
+    if report.spares:
+        lines += ["", "spares:"] + [f"  {o.at_s - start:>9.1f}s {o.detail}" for o in report.spares]
     if report.scheduler_errors:
         lines += ["", f"scheduler errors: {len(report.scheduler_errors)}; first: "
                   f"{report.scheduler_errors[0].detail.splitlines()[0]}"]
