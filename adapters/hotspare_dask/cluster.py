@@ -79,7 +79,6 @@ from hotspare_dask.loss import (
     settled,
     spares_tasks,
     still_lost,
-    within_budget,
 )
 from hotspare_dask.mpi import TASKS_DIR
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
@@ -268,6 +267,7 @@ class _Failover(SparePool, SilenceWatch):
         # job stays in `workers` until _act cancels it and resubmits it placed. Retired jobs (no longer in
         # worker_spec) are cancelled by _correct_state as before.
         Cluster._update_worker_status(self, op, msg)  # type: ignore[arg-type,no-untyped-call]
+        self._swap_for_lost(lost.job, lost.host)  # a ready spare takes its place now; judged below as before
         self._look_at_lost(lost)  # its node probed now; the judging below waits for that look
         if lost.job is not None:
             delay_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
@@ -378,15 +378,12 @@ class _Failover(SparePool, SilenceWatch):
             return
         if step.resubmit and step.job in self.worker_spec:
             self._replacements.append(time.monotonic())
-            if step.job in self.spares or not self._promote_for(step.job):  # a lost spare comes back a spare
-                # A new dict: the old one may be dask's shared template.
+            # A lost spare comes back a spare; a new dict: the old one may be dask's shared template.
+            if step.job in self.spares or not self._promote_for(step.job, self._hosts_seen.get(judgement.job_id)):
                 self.worker_spec[step.job] = self.spare_spec() if step.job in self.spares else self.fresh_spec()
         else:
             self.worker_spec.pop(step.job, None)
         self._correct_state()
-
-    def _within_budget(self) -> bool:
-        return within_budget(self._replacements, time.monotonic(), self.max_submits, self.window_s)
 
     def _readmit_due(self) -> None:
         """Quarantined hosts whose ``quarantine_ttl_s`` passed come back only after a passing probe (SLURM: a

@@ -10,11 +10,16 @@ carries ``HOTSPARE_SPARE=1``, from which the preload (:mod:`hotspare_dask.preloa
 pause off: a worker that paused for memory and resumed would tell the scheduler ``running``, and the spare would
 take tasks unasked.
 
-**Promotion.** When a job is lost to its node and a spare is ready (every worker connected, its node not
-quarantined nor under a look), the lost job's name leaves ``worker_spec`` and the spare's stays, now an ordinary
-job: the scheduler is told the spare's workers are ``running`` (tasks flow at once, in this process) and each
-worker is asked to restore its memory pause (``hotspare_promote``, the preload's handler). A new spare is then
-submitted, placed like any job. A spare whose own node dies is judged and replaced like any job, as a spare.
+**Promotion, at once.** When a worker of one of the cluster's jobs leaves the scheduler (its connection closed:
+its tasks are already back in the queue) and a spare is ready (every worker connected, on another node, not
+quarantined nor under a look), the two swap roles before anything is judged: the spare becomes an ordinary job
+(the scheduler is told its workers are ``running``, so tasks flow at once, in this process, and each worker is
+asked to restore its memory pause: ``hotspare_promote``, the preload's handler), and the lost job becomes a spare.
+Its judging then goes on as before: a node fault quarantines the node and resubmits the job, now as a spare,
+placed off it (the "new spare"); a worker that comes back (its nanny restarted it: no node fault) registers as a
+spare and is paused. A node found dead by silence (its connections stay open) is judged first; its jobs are then
+replaced by a ready spare in the act step (the lost job leaves ``worker_spec``, a new spare is planned). A spare
+whose own node dies is judged and replaced like any job, as a spare.
 
 **Counting.** ``scale(n)`` and ``adapt()`` count only the cluster's own jobs: :meth:`SparePool.scale` sets the spares
 aside while dask-jobqueue edits ``worker_spec``; ``plan``/``requested`` leave them out; :class:`SparePlugin` keeps the
@@ -36,7 +41,7 @@ from distributed.deploy.adaptive import Adaptive
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from hotspare import Host, Ledger, Quarantine
-from hotspare_dask.loss import identity_host
+from hotspare_dask.loss import identity_host, within_budget
 from hotspare_dask.preload import HOSTNAME_KEY, PROMOTE_OP, SPARE_ENV, SPARE_KEY
 
 log = logging.getLogger(__name__)
@@ -182,6 +187,7 @@ class SparePool:
     _looking: set[Host]
     _replacements: Any
     _futures: set[Any]
+    _closing: bool
     _correct_state: Callable[[], Any]
 
     def _init_spares(self, spare_jobs: object) -> None:
@@ -196,7 +202,8 @@ class SparePool:
         raise NotImplementedError
 
     def _within_budget(self) -> bool:
-        raise NotImplementedError
+        """Whether one more replacement fits ``max_submits`` per ``window_s`` (a new spare counts as one)."""
+        return within_budget(self._replacements, time.monotonic(), self.max_submits, self.window_s)
 
     # -- counting: scale() and adapt() see only the cluster's own jobs --------------------------------------
     def scale(self, *args: Any, **kwargs: Any) -> Any:
@@ -271,30 +278,52 @@ class SparePool:
             views.append(Spare(name, job_id is not None and len(identities) == len(names), host))
         return views
 
-    def _promote_for(self, job: str) -> bool:
+    def _ready_spare(self, job: str, host: Host | None) -> Promotion | None:
+        with self._db_lock:
+            keep_off = set(self.quarantine.hosts()) | set(self._looking) | ({host} if host is not None else set())
+        return choose_spare(job, self._spare_views(), keep_off)
+
+    def _swap_for_lost(self, job: str | None, host: Host | None) -> None:
+        """A worker of ``job`` left the scheduler: a ready spare becomes an ordinary job now and ``job`` a spare
+        (judged as before; replaced, if its node died, as a spare). Nothing when ``job`` is retired, a spare itself,
+        or no spare is ready. On the cluster's loop."""
+        if job is None or job not in self.worker_spec or job in self.spares or self._closing:
+            return
+        choice = self._ready_spare(job, host)
+        if choice is None:
+            return
+        self.spares[self.spares.index(choice.spare)] = job
+        self._set_status(job, "paused")  # its other workers (--nworkers), if any are left, take no new task
+        self._wake(choice.spare)
+        self._record_promotion(choice, "its worker left the scheduler")
+
+    def _promote_for(self, job: str, host: Host | None) -> bool:
         """A ready spare takes ``job``'s place (``job`` leaves ``worker_spec``; a new spare is planned); False when
         none is ready. Called by the act step, on the cluster's loop, after the lost job was cancelled."""
-        with self._db_lock:
-            keep_off = set(self.quarantine.hosts()) | set(self._looking)
-        choice = choose_spare(job, self._spare_views(), keep_off)
+        choice = self._ready_spare(job, host)
         if choice is None:
             return False
         self.spares.remove(choice.spare)
         self.worker_spec.pop(job, None)
         self._wake(choice.spare)
-        self._record_promotion(choice)
+        self._record_promotion(choice, "its node judged dead")
         self._keep_spares()
         return True
 
     def _wake(self, spare: str) -> None:
         """The spare's workers ``running`` on the scheduler now (tasks go to them at once), and each worker asked
         to restore its memory pause."""
-        names = set(self._worker_names(spare))
-        stimulus = f"hotspare-promote-{time.time()}"
-        for address, ws in list(self.scheduler.workers.items()):
-            if str(ws.name) in names:
-                self.scheduler.handle_worker_status_change("running", ws, stimulus_id=stimulus)
-                self._promote_worker(address)
+        for address in self._set_status(spare, "running"):
+            self._promote_worker(address)
+
+    def _set_status(self, job: str, status: str) -> list[str]:
+        """The scheduler's status of ``job``'s workers set (in this process); their addresses."""
+        names = set(self._worker_names(job))
+        stimulus = f"hotspare-spare-{status}-{time.time()}"
+        found = [(a, ws) for a, ws in list(self.scheduler.workers.items()) if str(ws.name) in names]
+        for _, ws in found:
+            self.scheduler.handle_worker_status_change(status, ws, stimulus_id=stimulus)
+        return [a for a, _ in found]
 
     def _promote_worker(self, address: str) -> None:
         """Ask one worker to restore its memory pause (in a task of its own; a failure is logged)."""
@@ -310,10 +339,11 @@ class SparePool:
         self._futures.add(task)
         task.add_done_callback(self._futures.discard)
 
-    def _record_promotion(self, choice: Promotion) -> None:
+    def _record_promotion(self, choice: Promotion, when: str) -> None:
         spare_id = getattr(self.workers.get(choice.spare), "job_id", None)
+        lost_id = getattr(self.workers.get(choice.replaces), "job_id", None)
         detail = (f"spare {choice.spare} (batch job {spare_id}) on {choice.host.name} took the place of "
-                  f"{choice.replaces}")
+                  f"{choice.replaces} (batch job {lost_id}): {when}")
         with self._db_lock:
             self._ledger.observe(0, time.time(), SPARE_KIND, choice.host.name, detail)
         log.warning("hotspare: %s", detail)
