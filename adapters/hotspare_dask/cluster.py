@@ -379,7 +379,8 @@ class _Failover(SparePool, SilenceWatch):
         if step.resubmit and step.job in self.worker_spec:
             self._replacements.append(time.monotonic())
             # A lost spare comes back a spare; a new dict: the old one may be dask's shared template.
-            if step.job in self.spares or not self._promote_for(step.job, self._hosts_seen.get(judgement.job_id)):
+            if step.job in self.spares or not self._promote_for(step.job, judgement.job_id,
+                                                                self._hosts_seen.get(judgement.job_id)):
                 self.worker_spec[step.job] = self.spare_spec() if step.job in self.spares else self.fresh_spec()
         else:
             self.worker_spec.pop(step.job, None)

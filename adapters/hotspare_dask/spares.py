@@ -279,6 +279,8 @@ class SparePool:
         return views
 
     def _ready_spare(self, job: str, host: Host | None) -> Promotion | None:
+        if not self.spares:
+            return None
         with self._db_lock:
             keep_off = set(self.quarantine.hosts()) | set(self._looking) | ({host} if host is not None else set())
         return choose_spare(job, self._spare_views(), keep_off)
@@ -295,26 +297,29 @@ class SparePool:
         self.spares[self.spares.index(choice.spare)] = job
         self._set_status(job, "paused")  # its other workers (--nworkers), if any are left, take no new task
         self._wake(choice.spare)
-        self._record_promotion(choice, "its worker left the scheduler")
+        self._record_promotion(choice, getattr(self.workers.get(job), "job_id", None), "its worker left the scheduler")
 
-    def _promote_for(self, job: str, host: Host | None) -> bool:
+    def _promote_for(self, job: str, job_id: str, host: Host | None) -> bool:
         """A ready spare takes ``job``'s place (``job`` leaves ``worker_spec``; a new spare is planned); False when
-        none is ready. Called by the act step, on the cluster's loop, after the lost job was cancelled."""
+        none is ready. Called by the act step, on the cluster's loop, after the lost job (batch job ``job_id``, on
+        ``host``) was cancelled."""
         choice = self._ready_spare(job, host)
         if choice is None:
             return False
         self.spares.remove(choice.spare)
         self.worker_spec.pop(job, None)
         self._wake(choice.spare)
-        self._record_promotion(choice, "its node judged dead")
+        self._record_promotion(choice, job_id, "its node judged dead")
         self._keep_spares()
         return True
 
     def _wake(self, spare: str) -> None:
         """The spare's workers ``running`` on the scheduler now (tasks go to them at once), and each worker asked
-        to restore its memory pause."""
+        to restore its memory pause (a worker started as a spare: one that became a spare after starting as a job
+        never turned it off)."""
         for address in self._set_status(spare, "running"):
-            self._promote_worker(address)
+            if (self.scheduler.workers[address].extra or {}).get(SPARE_KEY):
+                self._promote_worker(address)
 
     def _set_status(self, job: str, status: str) -> list[str]:
         """The scheduler's status of ``job``'s workers set (in this process); their addresses."""
@@ -339,9 +344,8 @@ class SparePool:
         self._futures.add(task)
         task.add_done_callback(self._futures.discard)
 
-    def _record_promotion(self, choice: Promotion, when: str) -> None:
+    def _record_promotion(self, choice: Promotion, lost_id: str | None, when: str) -> None:
         spare_id = getattr(self.workers.get(choice.spare), "job_id", None)
-        lost_id = getattr(self.workers.get(choice.replaces), "job_id", None)
         detail = (f"spare {choice.spare} (batch job {spare_id}) on {choice.host.name} took the place of "
                   f"{choice.replaces} (batch job {lost_id}): {when}")
         with self._db_lock:
