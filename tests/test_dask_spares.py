@@ -262,7 +262,8 @@ def test_a_crashed_nodes_job_is_replaced_by_the_spare_at_once(slurm_bed, tmp_pat
 def test_a_spare_whose_node_crashed_is_replaced_by_a_spare(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The spare's own node is crashed: the node is quarantined, the spare job resubmitted as a spare (its worker
-    connects paused, on another node); the two jobs' workers stay as they were and nothing is promoted."""
+    connects paused, on another node); the two jobs' workers stay as they were and nothing is promoted. Then
+    scale(jobs=1) keeps the spare beside the one job, and scale(jobs=0) retires it too."""
     cluster = _cluster(tmp_path, monkeypatch, slurm_bed)
     client = None
     try:
@@ -280,6 +281,12 @@ def test_a_spare_whose_node_crashed_is_replaced_by_a_spare(slurm_bed, tmp_path: 
         assert _running(cluster) == active and spare not in _running(cluster)
         assert _spare_notes(cluster) == []
         assert client.submit(square, 7).result(timeout=60) == 49
+        # scale() counts the cluster's own jobs: down to 1 keeps the spare; to 0 retires it too.
+        cluster.scale(jobs=1)
+        slurm_bed.wait_for(lambda: len(cluster.workers) == 2, "one job and the spare", 60)
+        assert cluster.spares == [spare] and len(cluster.plan) == 1 and spare in cluster.workers
+        cluster.scale(jobs=0)
+        slurm_bed.wait_for(lambda: not cluster.workers and not cluster.spares, "no job, no spare", 60)
     finally:
         if client is not None:
             client.close()
