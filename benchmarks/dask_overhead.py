@@ -50,7 +50,12 @@ def one_run(kind: str, bed: Bed, work: Path, args: argparse.Namespace) -> dict[s
     try:
         cluster.scale(jobs=args.jobs)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers((args.jobs + spares) * args.processes, timeout=180)
+        client.wait_for_workers(args.jobs * args.processes, timeout=180)  # running workers: a spare is paused
+        deadline = time.monotonic() + 180
+        while len(cluster.scheduler_info["workers"]) < (args.jobs + spares) * args.processes:  # the spares' too
+            if time.monotonic() > deadline:
+                raise TimeoutError("the spares' workers did not connect within 180 s")
+            time.sleep(0.1)
         client.gather(client.map(inc, range(-100, 0)))  # the function shipped to every worker once
         start = time.perf_counter()
         results = client.gather(client.map(inc, range(args.tasks)))

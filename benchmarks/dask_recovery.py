@@ -182,6 +182,15 @@ def watch(cluster: Any, bed: Bed, stream: Stream, *, victim: str, crash_t: float
     return seen
 
 
+def wait_connected(cluster: Any, n: int, timeout_s: float) -> None:
+    """Until ``n`` workers, spares' included, are connected (``Client.wait_for_workers`` counts running ones)."""
+    deadline = time.monotonic() + timeout_s
+    while len(cluster.scheduler_info["workers"]) < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{n} workers not connected within {timeout_s:g} s")
+        time.sleep(POLL_S)
+
+
 def running(cluster: Any) -> set[str]:
     """The addresses of the workers the scheduler gives tasks to (a spare's only once promoted)."""
     return {ws.address for ws in list(cluster.scheduler.running)}
@@ -272,7 +281,8 @@ def one_run(kind: str, work_dir: Path, root: Path, args: argparse.Namespace) -> 
         else:
             cluster.scale(jobs=args.jobs)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers(args.jobs + spares, timeout=180)  # the spares connected (and paused) first
+        client.wait_for_workers(args.jobs, timeout=180)  # running workers: a spare is paused
+        wait_connected(cluster, args.jobs + spares, 180)
         run = fault_under_load(kind, bed, cluster, client, args)
         return run | split(run)
     finally:
