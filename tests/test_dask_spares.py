@@ -38,6 +38,8 @@ TASKS = 150
 TASK_S = 0.25
 #: A bound on the waits, not a goal (benchmarks/dask_recovery.py measures it).
 PROMOTED_S = 30.0
+#: How long adapt (a tick every 0.2 s) is watched for a change it must not make.
+ADAPT_WATCH_S = 3.0
 
 N1, N2, N3 = Host("n1"), Host("n2"), Host("n3")
 
@@ -287,6 +289,34 @@ def test_a_spare_whose_node_crashed_is_replaced_by_a_spare(slurm_bed, tmp_path: 
         assert cluster.spares == [spare] and len(cluster.plan) == 1 and spare in cluster.workers
         cluster.scale(jobs=0)
         slurm_bed.wait_for(lambda: not cluster.workers and not cluster.spares, "no job, no spare", 60)
+    finally:
+        if client is not None:
+            client.close()
+        cluster.close()
+
+
+def test_adapt_counts_the_clusters_own_jobs_and_never_closes_a_spare(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """adapt(minimum_jobs=2, maximum_jobs=2) with spare_jobs=1: 2 jobs and the spare, steady over many adapt ticks
+    (the scheduler's target, which counts the spare as a worker to keep, taken without it). Then adapt(minimum_jobs=1)
+    with nothing to do: one job is closed, never the spare, and nothing is resubmitted."""
+    cluster = _cluster(tmp_path, monkeypatch, slurm_bed)
+    client = None
+    try:
+        cluster.adapt(minimum_jobs=2, maximum_jobs=2, interval="200ms", wait_count=2)
+        client = Client(cluster, timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        slurm_bed.wait_for(lambda: len(_nodes(cluster)) == 3, "the spare's worker", 120)
+        (spare,) = cluster.spares
+        jobs = {name: str(job.job_id) for name, job in cluster.workers.items()}
+        time.sleep(ADAPT_WATCH_S)
+        assert {name: str(job.job_id) for name, job in cluster.workers.items()} == jobs
+        assert cluster.spares == [spare] and len(cluster.plan) == 2 and len(_running(cluster)) == 2
+        cluster.adapt(minimum_jobs=1, maximum_jobs=2, interval="200ms", wait_count=2)
+        slurm_bed.wait_for(lambda: len(cluster.workers) == 2, "one job closed", 60)
+        time.sleep(ADAPT_WATCH_S)
+        assert set(cluster.workers) < set(jobs) and spare in cluster.workers and cluster.spares == [spare]
+        assert len(cluster.plan) == 1 and len(_running(cluster)) == 1 and len(_nodes(cluster)) == 2
     finally:
         if client is not None:
             client.close()

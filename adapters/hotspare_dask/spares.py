@@ -160,12 +160,18 @@ class SparePlugin(SchedulerPlugin):
 
 
 class SpareAdaptive(Adaptive):
-    """distributed's ``Adaptive``, its target taken without the cluster's spares (:func:`adapt_target`)."""
+    """distributed's ``Adaptive``, counting without the cluster's spares: its target (:func:`adapt_target`), and the
+    workers it asks the scheduler to pick for closing (the scheduler picks ``len(its workers) - target``, spares
+    counted, from the workers it may close, spares not: asked as it was, it would close one job too many)."""
 
     async def target(self) -> int:
         raw = int(await super().target())  # type: ignore[no-untyped-call]
         cluster: Any = self.cluster
         return adapt_target(raw, len(cluster.scheduler_info.get("workers", {})), cluster.spare_worker_count())
+
+    async def workers_to_close(self, target: int) -> list[str]:
+        cluster: Any = self.cluster
+        return list(await super().workers_to_close(target + cluster.spare_worker_count()))
 
 
 class SparePool:
