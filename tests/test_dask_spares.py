@@ -17,8 +17,8 @@ from distributed import Client, Scheduler, Worker
 from distributed.core import Status
 
 from conftest import run_cli
-from hotspare import Host, Ledger, WorkflowRecord
-from hotspare_dask import FailoverSLURMCluster
+from hotspare import Host, Ledger, QuarantineReason, WorkflowRecord
+from hotspare_dask import FailoverPBSCluster, FailoverSLURMCluster
 from hotspare_dask.preload import HOSTNAME_KEY, SPARE_ENV, SPARE_KEY
 from hotspare_dask.settings import PRELOAD
 from hotspare_dask.spares import (
@@ -125,6 +125,21 @@ def test_postmortem_shows_each_promotion(tmp_path: Path) -> None:
     assert "spares:\n       12.5s spare C-spare-0 (batch job 102) on n2 took the place of C-0\n" in shown.stdout
     data = json.loads(run_cli("postmortem", "--json", str(tmp_path)).stdout)
     assert [o["detail"] for o in data["spares"]] == ["spare C-spare-0 (batch job 102) on n2 took the place of C-0"]
+
+
+def test_a_pbs_spare_is_pinned_like_any_job(tmp_path: Path) -> None:
+    """FailoverPBSCluster takes spare_jobs too: once a host is quarantined, a spare's script is pinned to a good host
+    (select=1:host=H) like the next job's, and says it is a spare."""
+    cluster = FailoverPBSCluster(cores=1, memory="1GB", run_dir=tmp_path / "wf", hosts=["n1", "n2"], spare_jobs=1,
+                                 scheduler_options=LOOPBACK)
+    try:
+        cluster.quarantine.add(Host("n1"), QuarantineReason.SCHEDULER, detail="test")
+        spec = cluster.spare_spec()
+        script = spec["cls"]("tcp://127.0.0.1:1", name="C-spare-0", **spec["options"]).job_script()
+        assert "#PBS -l select=1:host=n2:" in script and f"{SPARE_ENV}=1 HOTSPARE_RUN_DIR=" in script
+        assert cluster.spare_jobs == 1 and cluster.spares == []  # none until the cluster has jobs of its own
+    finally:
+        cluster.close()
 
 
 # -- the plugin and the preload on a real scheduler and worker --------------------------------------------------
