@@ -30,6 +30,7 @@ from hotspare_dask.spares import (
     check_spare_jobs,
     choose_spare,
     plan_spares,
+    removal_expected,
 )
 
 #: The scheduler and its dashboard on loopback: nothing in these tests listens beyond this host.
@@ -76,6 +77,22 @@ def test_choose_spare(spares: list[Spare], keep_off: list[Host], expected: str |
 def test_plan_spares(spares: list[str], active: int, wanted: int, budget: bool, expected: SpareChange) -> None:
     """spare_jobs stand beside the cluster's own jobs while it has any; scale/adapt's count never includes them."""
     assert plan_spares(spares, active, wanted, budget_left=budget) == expected
+
+
+@pytest.mark.parametrize(("events", "expected"), [
+    ([(1.0, {"action": "add-worker"}), (2.0, {"action": "remove-worker", "expected": True,
+                                              "stimulus_id": "retire-workers-2.0"})], True),
+    ([(2.0, {"action": "remove-worker", "expected": False, "stimulus_id": "handle-worker-cleanup-2.0"})], False),
+    ([(1.0, {"action": "remove-worker", "expected": True}), (3.0, {"action": "add-worker"}),
+      (4.0, {"action": "remove-worker", "expected": False})], False),  # the last removal is the one that counts
+    ([(1.0, {"action": "add-worker"})], False),
+    ([], False),
+    ([(1.0, "a free-form event")], False),
+])
+def test_removal_expected(events: list[tuple[float, Any]], expected: bool) -> None:
+    """A retirement (adapt closes the worker before it drops the job) or the watch's own removal is no loss to swap
+    a spare in for; a closed connection is."""
+    assert removal_expected(events) is expected
 
 
 @pytest.mark.parametrize(("raw", "workers", "spare_workers", "expected"), [

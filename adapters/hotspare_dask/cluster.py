@@ -267,7 +267,7 @@ class _Failover(SparePool, SilenceWatch):
         # job stays in `workers` until _act cancels it and resubmits it placed. Retired jobs (no longer in
         # worker_spec) are cancelled by _correct_state as before.
         Cluster._update_worker_status(self, op, msg)  # type: ignore[arg-type,no-untyped-call]
-        self._swap_for_lost(lost.job, lost.host)  # a ready spare takes its place now; judged below as before
+        self._swap_for_lost(lost)  # a ready spare takes its place now; judged below as before
         self._look_at_lost(lost)  # its node probed now; the judging below waits for that look
         if lost.job is not None:
             delay_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))

@@ -41,7 +41,7 @@ from distributed.deploy.adaptive import Adaptive
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from hotspare import Host, Ledger, Quarantine
-from hotspare_dask.loss import identity_host, within_budget
+from hotspare_dask.loss import LostWorker, identity_host, within_budget
 from hotspare_dask.preload import HOSTNAME_KEY, PROMOTE_OP, SPARE_ENV, SPARE_KEY
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,14 @@ def plan_spares(spares: Sequence[str], active_jobs: int, spare_jobs: int, *, bud
     if len(spares) > want:
         return SpareChange(0, tuple(spares[want:]))
     return SpareChange(want - len(spares) if budget_left else 0, ())
+
+
+def removal_expected(events: Iterable[tuple[float, Any]]) -> bool:
+    """Whether the scheduler's last removal of a worker, in its events on the worker's address, was expected (pure):
+    a retirement (``adapt`` closes a worker before it drops the job from ``worker_spec``), a graceful exit, or the
+    watch's own removal of a dead node's workers (acted on by its act step). Unknown: not expected."""
+    removals = [msg for _, msg in events if isinstance(msg, dict) and msg.get("action") == "remove-worker"]
+    return bool(removals and removals[-1].get("expected"))
 
 
 def adapt_target(raw: int, workers: int, spare_workers: int) -> int:
@@ -291,13 +299,17 @@ class SparePool:
             keep_off = set(self.quarantine.hosts()) | set(self._looking) | ({host} if host is not None else set())
         return choose_spare(job, self._spare_views(), keep_off)
 
-    def _swap_for_lost(self, job: str | None, host: Host | None) -> None:
-        """A worker of ``job`` left the scheduler: a ready spare becomes an ordinary job now and ``job`` a spare
-        (judged as before; replaced, if its node died, as a spare). Nothing when ``job`` is retired, a spare itself,
-        or no spare is ready. On the cluster's loop."""
+    def _swap_for_lost(self, lost: LostWorker) -> None:
+        """A worker of ``lost.job`` left the scheduler unexpectedly: a ready spare becomes an ordinary job now and
+        the lost job a spare (judged as before; replaced, if its node died, as a spare). Nothing when the job is
+        retired, a spare itself, the removal was expected (see :func:`removal_expected`), or no spare is ready. On
+        the cluster's loop."""
+        job = lost.job
         if job is None or job not in self.worker_spec or job in self.spares or self._closing:
             return
-        choice = self._ready_spare(job, host)
+        if removal_expected(self.scheduler.get_events(lost.address)):
+            return
+        choice = self._ready_spare(job, lost.host)
         if choice is None:
             return
         self.spares[self.spares.index(choice.spare)] = job
