@@ -55,8 +55,10 @@ def run_in_tmp(prefix: str) -> Iterator[Path]:
             os.chdir(back)
 
 
-def make_cluster(kind: str, bed: Bed, work: Path, *, cores: int, processes: int, exclusive: bool) -> Any:
-    """A plain ``SLURMCluster`` or a ``FailoverSLURMCluster`` with the same job shape, on ``bed``, no jobs yet."""
+def make_cluster(kind: str, bed: Bed, work: Path, *, cores: int, processes: int, exclusive: bool,
+                 spare_jobs: int = 0) -> Any:
+    """A plain ``SLURMCluster`` or a ``FailoverSLURMCluster`` with the same job shape, on ``bed``, no jobs yet; the
+    failover one keeps ``spare_jobs`` spares (plain dask-jobqueue has none)."""
     # dask-jobqueue runs sbatch/squeue/scancel with this process's environment.
     os.environ["SLURM_CONF"] = bed.env["SLURM_CONF"]
     shape: dict[str, Any] = {
@@ -67,7 +69,7 @@ def make_cluster(kind: str, bed: Bed, work: Path, *, cores: int, processes: int,
     if kind == "plain":
         return SLURMCluster(**shape)
     if kind == "failover":
-        return FailoverSLURMCluster(run_dir=work / "wf", **shape)
+        return FailoverSLURMCluster(run_dir=work / "wf", spare_jobs=spare_jobs, **shape)
     raise ValueError(f"kind={kind!r}: give one of {', '.join(KINDS)}")
 
 

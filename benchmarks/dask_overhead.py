@@ -2,13 +2,16 @@
 """Throughput of tiny Dask tasks: plain dask-jobqueue SLURMCluster vs FailoverSLURMCluster on the SLURM test bed.
 
     flock /tmp/hotspare-bed.lock .venv/bin/python benchmarks/dask_overhead.py [--tasks 5000] [--pairs 5]
-        [--jobs 2] [--cores 1] [--processes 1] [--json FILE]
+        [--jobs 2] [--cores 1] [--processes 1] [--spare-jobs N] [--json FILE]
 
 One bed (4 nodes, see tests/testbed) for the whole benchmark. Runs alternate plain, failover, plain, failover...
 (``--pairs`` of each), each on a freshly started cluster of ``--jobs`` batch jobs of the same shape; timing starts
 only once every worker is connected and has run a warm-up task. A run times ``client.map(inc, range(tasks))`` and
 the gather of every result (all checked). What the failover side adds on this path: the worker preload (at
-start only) and the TaskBlame scheduler plugin, which sees every scheduler event.
+start only) and the TaskBlame scheduler plugin, which sees every scheduler event. ``--spare-jobs N`` gives the
+failover cluster N hot spares (``spare_jobs=N``): their workers are connected (and warmed up with the others) but
+held paused, so the tasks run on the same ``--jobs`` as the plain cluster's, and the figure is what holding the
+spares costs the running work (the spare plugin's hooks, the scheduler's larger worker table).
 
 Prints each run's tasks/s, then the medians, and last:
 
@@ -40,12 +43,19 @@ def inc(x: int) -> int:
 
 def one_run(kind: str, bed: Bed, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Start a cluster, wait for its workers and warm them up, then time ``tasks`` tiny tasks; tear down."""
-    cluster = make_cluster(kind, bed, work, cores=args.cores, processes=args.processes, exclusive=False)
+    spares = args.spare_jobs if kind == "failover" else 0
+    cluster = make_cluster(kind, bed, work, cores=args.cores, processes=args.processes, exclusive=False,
+                           spare_jobs=spares)
     client = None
     try:
         cluster.scale(jobs=args.jobs)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers(args.jobs * args.processes, timeout=180)
+        client.wait_for_workers(args.jobs * args.processes, timeout=180)  # running workers: a spare is paused
+        deadline = time.monotonic() + 180
+        while len(cluster.scheduler_info["workers"]) < (args.jobs + spares) * args.processes:  # the spares' too
+            if time.monotonic() > deadline:
+                raise TimeoutError("the spares' workers did not connect within 180 s")
+            time.sleep(0.1)
         client.gather(client.map(inc, range(-100, 0)))  # the function shipped to every worker once
         start = time.perf_counter()
         results = client.gather(client.map(inc, range(args.tasks)))
@@ -53,7 +63,7 @@ def one_run(kind: str, bed: Bed, work: Path, args: argparse.Namespace) -> dict[s
         if results != list(range(1, args.tasks + 1)):
             raise RuntimeError(f"{kind}: wrong results")
         return {"kind": kind, "tasks": args.tasks, "elapsed_s": elapsed_s, "tasks_per_s": args.tasks / elapsed_s,
-                "workers": len(cluster.scheduler_info["workers"])}
+                "workers": len(cluster.scheduler_info["workers"]), "running": len(cluster.scheduler.running)}
     finally:
         if client is not None:
             client.close()
@@ -87,10 +97,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--spare-jobs", type=int, default=0, metavar="N",
+                        help="hot spares for the failover cluster (spare_jobs=N); the plain cluster has none")
     parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     args = parser.parse_args()
-    if args.pairs < 1 or args.tasks < 1:
-        parser.error("--pairs and --tasks must be >= 1")
+    if args.pairs < 1 or args.tasks < 1 or args.spare_jobs < 0:
+        parser.error("--pairs and --tasks must be >= 1, --spare-jobs >= 0")
     json_path = args.json.resolve() if args.json else None
     runs: list[dict[str, Any]] = []
     code = code_measured()
@@ -105,7 +117,7 @@ def main() -> int:
                 run = one_run(kind, bed, tmp / f"{index}-{kind}", args) | {"index": index}
                 runs.append(run)
                 print(f"run {index:2d} {kind:9s} {run['tasks_per_s']:8.1f} tasks/s  ({run['elapsed_s']:.2f} s, "
-                      f"{run['workers']} workers)", flush=True)
+                      f"{run['workers']} workers, {run['running']} running)", flush=True)
         finally:
             remove_bed(bed, root)
     figures = summary(runs)

@@ -3,7 +3,7 @@
 SLURM bed.
 
     flock /tmp/hotspare-bed.lock .venv/bin/python benchmarks/dask_recovery.py [--fault crash|freeze] [--runs 3]
-        [--reboot-after S] [--task-s 0.05] [--window-s 2] [--json FILE]
+        [--spare-jobs N] [--reboot-after S] [--task-s 0.05] [--window-s 2] [--json FILE]
 
 Each run brings up a fresh 4-node bed (tests/testbed) and starts 3 batch jobs, one worker each (cores=1,
 processes=1, ``--exclusive``: one job per node, the fourth node free). The plain cluster keeps its 3 jobs with
@@ -15,12 +15,19 @@ init (slurmd, the worker and its tasks die at once; their connections close), ``
 process of the node (its connections stay open and nothing answers: a hung node, a network partition). Runs
 alternate plain, failover, plain...; ``--runs`` of each.
 
+``--spare-jobs N`` gives the failover cluster N hot spares (``spare_jobs=N``: jobs whose workers are connected but
+get no tasks; with the default 3 jobs, one spare fills the bed's fourth node). Its replacement is then the spare's
+worker promoted, not a new job: ``replace_s`` runs until a worker the scheduler gives tasks to (its ``running``
+set) that was not among those before the fault, so a spare counts from its promotion, not from its connection. The
+plain cluster has no spares; it runs as before in the same invocation.
+
 Per run, from the fault:
 
 * ``gone_s``: until the scheduler no longer has the faulted node's worker (its tasks go back to the queue then);
 * ``judged_s``: until the faulted node's batch job has left the cluster's jobs (dask cancels it after its
   lost-worker timeout; the failover cluster once it judged the node);
-* ``replace_s``: until a worker that was not there before the fault is connected to the scheduler;
+* ``replace_s``: until a worker that was not running before the fault runs tasks (a new job's worker connected,
+  or a spare's promoted);
 * the split: ``detect_s`` (plain: ``gone_s``; failover: when its watch raised the lead, from the workflow's ledger),
   ``judge_s`` (``judged_s - detect_s``), ``submit_s`` (``replace_s - judged_s``: sbatch, start, connect);
 * ``restore_s``: until the stream's completion rate over the last ``--window-s`` (a window wholly after the
@@ -163,7 +170,7 @@ def watch(cluster: Any, bed: Bed, stream: Stream, *, victim: str, crash_t: float
             bed.start(victim)
             seen.rebooted_s = now - crash_t
         workers = dict(cluster.scheduler_info["workers"])
-        new = sorted(set(workers) - before)
+        new = sorted(running(cluster) & set(workers) - before)
         if seen.replace_s is None and new:
             seen.replace_s, seen.replacement = now - crash_t, new[0]
             seen.replacement_name = str(workers[new[0]].get("name"))
@@ -173,6 +180,20 @@ def watch(cluster: Any, bed: Bed, stream: Stream, *, victim: str, crash_t: float
             if seen.restore_s is None and ratio >= RESTORED:
                 seen.restore_s = now - crash_t
     return seen
+
+
+def wait_connected(cluster: Any, n: int, timeout_s: float) -> None:
+    """Until ``n`` workers, spares' included, are connected (``Client.wait_for_workers`` counts running ones)."""
+    deadline = time.monotonic() + timeout_s
+    while len(cluster.scheduler_info["workers"]) < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{n} workers not connected within {timeout_s:g} s")
+        time.sleep(POLL_S)
+
+
+def running(cluster: Any) -> set[str]:
+    """The addresses of the workers the scheduler gives tasks to (a spare's only once promoted)."""
+    return {ws.address for ws in list(cluster.scheduler.running)}
 
 
 def node_of(client: Client, address: str) -> str:
@@ -211,8 +232,9 @@ def split(run: dict[str, Any]) -> dict[str, float | None]:
 
 def fault_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: argparse.Namespace) -> dict[str, Any]:
     """Stream, fault the first job's node, watch the recovery; the run's figures."""
-    nodes = {a: str(n) for a, n in client.run(socket.gethostname).items()}
-    names = {a: str(w["name"]) for a, w in cluster.scheduler_info["workers"].items()}
+    active = running(cluster)
+    nodes = {a: str(n) for a, n in client.run(socket.gethostname).items() if a in active}
+    names = {a: str(w["name"]) for a, w in cluster.scheduler_info["workers"].items() if a in active}
     victim_addr = min(names, key=lambda a: names[a])
     victim, victim_job = nodes[victim_addr], str(cluster.workers[names[victim_addr]].job_id)
     stream = Stream(client, args.task_s, depth=4 * args.jobs)
@@ -225,7 +247,7 @@ def fault_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: ar
             bed.crash(victim)
         else:
             bed.freeze(victim)
-        seen = watch(cluster, bed, stream, victim=victim, crash_t=crash_t, pre_rate=pre_rate, before=set(nodes),
+        seen = watch(cluster, bed, stream, victim=victim, crash_t=crash_t, pre_rate=pre_rate, before=active,
                      args=args, victim_addr=victim_addr, victim_job=victim_job)
     finally:
         stream.stop()
@@ -243,7 +265,8 @@ def fault_under_load(kind: str, bed: Bed, cluster: Any, client: Client, args: ar
             "rebooted_s": seen.rebooted_s, "replacement_worker": new_name, "replacement_node": new_node,
             "replacement_job": new_job, "replacement_job_slurm": job_node(bed, str(new_job)) if new_job else None,
             "dead_node_reused": new_node == victim if new_node is not None else None,
-            "quarantined": quarantined, "task_errors": dict(stream.errors), "tasks_done": len(stream.done_at)}
+            "quarantined": quarantined, "task_errors": dict(stream.errors), "tasks_done": len(stream.done_at),
+            "spare_jobs": args.spare_jobs if kind == "failover" else 0}
 
 
 def one_run(kind: str, work_dir: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -251,13 +274,15 @@ def one_run(kind: str, work_dir: Path, root: Path, args: argparse.Namespace) -> 
     bed = Bed.up(root)
     cluster, client = None, None
     try:
-        cluster = make_cluster(kind, bed, work_dir, cores=1, processes=1, exclusive=True)
+        spares = args.spare_jobs if kind == "failover" else 0
+        cluster = make_cluster(kind, bed, work_dir, cores=1, processes=1, exclusive=True, spare_jobs=spares)
         if kind == "plain":
             cluster.adapt(minimum_jobs=args.jobs, maximum_jobs=args.jobs)
         else:
             cluster.scale(jobs=args.jobs)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers(args.jobs, timeout=180)
+        client.wait_for_workers(args.jobs, timeout=180)  # running workers: a spare is paused
+        wait_connected(cluster, args.jobs + spares, 180)
         run = fault_under_load(kind, bed, cluster, client, args)
         return run | split(run)
     finally:
@@ -324,6 +349,8 @@ def main() -> int:
                              "(connections stay open, nothing answers)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each kind, alternating")
     parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--spare-jobs", type=int, default=0, metavar="N",
+                        help="hot spares for the failover cluster (spare_jobs=N); the plain cluster has none")
     parser.add_argument("--task-s", type=float, default=0.05, help="each task's sleep")
     parser.add_argument("--warmup-s", type=float, default=10.0, help="stream time before the crash")
     parser.add_argument("--baseline-s", type=float, default=5.0, help="the pre-crash rate is measured over this")
@@ -333,13 +360,14 @@ def main() -> int:
                         help="restart the crashed node's slurmd S seconds after the crash")
     parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     args = parser.parse_args()
-    if args.runs < 1 or not 0 < args.baseline_s <= args.warmup_s or args.window_s <= 0:
-        parser.error("--runs >= 1, 0 < --baseline-s <= --warmup-s and --window-s > 0")
+    if args.runs < 1 or not 0 < args.baseline_s <= args.warmup_s or args.window_s <= 0 or args.spare_jobs < 0:
+        parser.error("--runs >= 1, 0 < --baseline-s <= --warmup-s, --window-s > 0 and --spare-jobs >= 0")
     json_path = args.json.resolve() if args.json else None
     code = code_measured()
     if args.fault == "freeze" and args.reboot_after is not None:
         parser.error("--reboot-after restarts a crashed node's slurmd: give it with --fault crash")
     scenario = args.fault if args.reboot_after is None else f"crash, node rebooted after {args.reboot_after:g} s"
+    scenario += f", failover with {args.spare_jobs} spare job(s)" if args.spare_jobs else ""
     print(f"scenario: {scenario}; code: hotspare_dask from {code['hotspare_dask']} (checkout HEAD {code['head']}, "
           f"{len(code['uncommitted'])} uncommitted path(s) under src/ adapters/)", flush=True)
     runs: list[dict[str, Any]] = []

@@ -142,7 +142,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 BED_FIXTURES = frozenset({"slurm_cluster", "pbs_cluster"})
 #: The test files with tests that need one (checked at collection: a new one must be added here).
 BED_FILES = frozenset(f"tests/{name}.py" for name in (
-    "test_campaign", "test_conformance_pbs", "test_dask_examples", "test_dask_mpi", "test_dask_pbs",
+    "test_campaign", "test_conformance_pbs", "test_dask_examples", "test_dask_mpi", "test_dask_pbs", "test_dask_spares",
     "test_dask_silent_slurm", "test_dask_slurm", "test_life_slurm", "test_parsl_pbs", "test_parsl_silent_slurm",
     "test_parsl_slurm", "test_pbs_bed", "test_pbs_failover", "test_slurm_failover", "test_stall_bed",
     "test_suspects_bed", "test_testbed",

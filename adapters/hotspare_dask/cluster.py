@@ -82,7 +82,6 @@ from hotspare_dask.loss import (
     settled,
     spares_tasks,
     still_lost,
-    within_budget,
 )
 from hotspare_dask.mpi import TASKS_DIR
 from hotspare_dask.placement import Placement, choose_pin, job_log_files, job_of
@@ -95,11 +94,12 @@ from hotspare_dask.settings import (
     silence_settings,
 )
 from hotspare_dask.silence import SILENCE_FLOOR_S
+from hotspare_dask.spares import SparePool
 from hotspare_dask.watch import SilenceWatch
 
 log = logging.getLogger(__name__)
 
-class _Failover(SilenceWatch):
+class _Failover(SparePool, SilenceWatch):
     """What both failover clusters add; mixed in before dask-jobqueue's cluster class."""
 
     #: Set by the concrete classes.
@@ -120,7 +120,7 @@ class _Failover(SilenceWatch):
                  quarantine_ttl_s: float | None = DEFAULT_QUARANTINE_TTL_S,
                  max_submits: int = 20, window_s: float = 600.0, judge_wait_s: float = 60.0,
                  probe_timeout_s: float = 30.0, silence_s: float | None = None,
-                 silence_floor_s: float = SILENCE_FLOOR_S, query: SchedulerQuery | None = None,
+                 silence_floor_s: float = SILENCE_FLOOR_S, spare_jobs: int = 0, query: SchedulerQuery | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  **kwargs: Any) -> None:
         # Everything the overrides use is set before dask-jobqueue's constructor, which in synchronous mode
@@ -132,6 +132,7 @@ class _Failover(SilenceWatch):
             raise ValueError(f"probe_timeout_s={probe_timeout_s!r}: give a positive number of seconds")
         self.probe_timeout_s = float(probe_timeout_s)
         self._init_watch(*silence_settings(silence_s, silence_floor_s))
+        self._init_spares(spare_jobs)
         #: Set when close() starts: a lost job's judging stops waiting for the scheduler (close awaits it).
         self._closing = False
         #: Scheduler commands that did not answer since the last act step (recorded there, said once).
@@ -172,6 +173,7 @@ class _Failover(SilenceWatch):
         # dask-jobqueue's scheduler runs in this process: the plugin goes straight onto it.
         self.scheduler.add_plugin(self.task_blame, name=PLUGIN_NAME)
         await self.task_blame.start(self.scheduler)
+        self._spares_plugin().attach(self.scheduler)
         self._start_watch()
         # Between placements (adapt may be off: then nothing else corrects state), the quarantine's look.
         life = PeriodicCallback(self._life_tick, LOOK_EVERY_S * 1000 / 2)
@@ -221,6 +223,7 @@ class _Failover(SilenceWatch):
         await asyncio.to_thread(self._readmit_due, placing=any(n not in self.workers for n in self.worker_spec),
                                 pending=self._unstarted_jobs())
         self.fold_task_findings()
+        self._keep_spares()
         self._place_pending()
         await super()._correct_state_internal()  # type: ignore[misc]
         self._record_submitted()
@@ -229,7 +232,7 @@ class _Failover(SilenceWatch):
         """Jobs planned but not yet submitted get their placement from the quarantine as it is now: their spec
         was built when scale() or adapt() asked for them, before this step readmitted or added hosts."""
         for name in [n for n in self.worker_spec if n not in self.workers]:
-            self.worker_spec[name] = self.fresh_spec()
+            self.worker_spec[name] = self.spare_spec() if name in self.spares else self.fresh_spec()
 
     def _record_submitted(self) -> None:
         """Each newly submitted job in the workflow's record, with the hosts its placement kept out."""
@@ -276,6 +279,7 @@ class _Failover(SilenceWatch):
         # job stays in `workers` until _act cancels it and resubmits it placed. Retired jobs (no longer in
         # worker_spec) are cancelled by _correct_state as before.
         Cluster._update_worker_status(self, op, msg)  # type: ignore[arg-type,no-untyped-call]
+        self._swap_for_lost(lost)  # a ready spare takes its place now; judged below as before
         self._look_at_lost(lost)  # its node probed now; the judging below waits for that look
         if lost.job is not None:
             delay_s = dask.utils.parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
@@ -321,8 +325,7 @@ class _Failover(SilenceWatch):
     async def _judge_and_replace(self, lost: LostWorker) -> None:
         end = await asyncio.to_thread(self._read_end, lost)  # scheduler commands and files: off the loop
         judgement = await asyncio.to_thread(self._confirm, judge_lost(end, self._patterns), end.hosts)
-        budget = within_budget(self._replacements, time.monotonic(), self.max_submits, self.window_s)
-        self._act(decide_replacement(str(lost.job), judgement, budget_left=budget))
+        self._act(decide_replacement(str(lost.job), judgement, budget_left=self._within_budget()))
 
     def _confirm(self, judged: JobJudgement, hosts: tuple[Host, ...]) -> JobJudgement:
         """Hosts the job's output named only as suspects are probed (SLURM), beside a control host: kept out only
@@ -387,7 +390,10 @@ class _Failover(SilenceWatch):
             return
         if step.resubmit and step.job in self.worker_spec:
             self._replacements.append(time.monotonic())
-            self.worker_spec[step.job] = self.fresh_spec()  # a new dict: the old one may be dask's shared template
+            # A lost spare comes back a spare; a new dict: the old one may be dask's shared template.
+            if step.job in self.spares or not self._promote_for(step.job, judgement.job_id,
+                                                                self._hosts_seen.get(judgement.job_id)):
+                self.worker_spec[step.job] = self.spare_spec() if step.job in self.spares else self.fresh_spec()
         else:
             self.worker_spec.pop(step.job, None)
         self._correct_state()
@@ -449,11 +455,12 @@ class FailoverSLURMCluster(_Failover, SLURMCluster):
     Every ``SLURMCluster`` argument, plus ``run_dir`` (the workflow directory: ledger and
     ``quarantine.json``), ``quarantine_ttl_s`` (how long a quarantined host stays out before its probe:
     4 hours by default, :data:`hotspare.DEFAULT_QUARANTINE_TTL_S`; None: until readmitted by hand), ``max_submits`` and
-    ``window_s`` (at most that many replacements of lost jobs per window), ``judge_wait_s`` (how long a lost
-    job's judging waits for the scheduler to end it or report its node down), ``silence_floor_s`` (a worker
-    silent this long at least, 3 s by default, and five of its heartbeat gaps, has its node probed; ``silence_s``
-    fixes that threshold instead), ``job_nodes`` (nodes per job, for an MPI job run from a task:
-    :mod:`hotspare_dask.mpi`) and ``query``, ``clock``, ``sleep`` (tests).
+    ``window_s`` (at most that many replacements of lost jobs per window), ``spare_jobs`` (jobs kept running idle
+    beside the others, each ready to take a lost job's place at once: :mod:`hotspare_dask.spares`),
+    ``judge_wait_s`` (how long a lost job's judging waits for the scheduler to end it or report its node down),
+    ``silence_floor_s`` (a worker silent this long at least, 3 s by default, and five of its heartbeat gaps, has
+    its node probed; ``silence_s`` fixes that threshold instead), ``job_nodes`` (nodes per job, for an MPI job run
+    from a task: :mod:`hotspare_dask.mpi`) and ``query``, ``clock``, ``sleep`` (tests).
     """
 
     job_cls = FailoverSLURMJob

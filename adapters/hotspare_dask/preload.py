@@ -25,6 +25,11 @@ from typing import Any
 #: Keys this preload adds to each worker's identity on the scheduler.
 HOSTNAME_KEY = "hotspare_hostname"
 JOB_ID_KEY = "hotspare_batch_job_id"
+#: Set (to "1") on a spare job's worker command; the preload then says so in the worker's identity.
+SPARE_ENV = "HOTSPARE_SPARE"
+SPARE_KEY = "hotspare_spare"
+#: The worker handler the cluster calls when it promotes a spare: the worker's memory pause restored.
+PROMOTE_OP = "hotspare_promote"
 
 
 def node_identity(environ: Mapping[str, str], hostname: str) -> dict[str, str]:
@@ -43,6 +48,26 @@ def dask_setup(worker: Any) -> None:
     # startup_information holds callables of the worker, called once at registration.
     for key, value in node_identity(os.environ, socket.gethostname()).items():
         worker.startup_information[key] = _constant(value)
+    if os.environ.get(SPARE_ENV) == "1":
+        park(worker)
+
+
+def park(worker: Any) -> None:
+    """A spare's worker: its memory pause off until promoted, and the handler that promotes it.
+
+    The scheduler keeps a spare's worker paused (the cluster's scheduler plugin); a worker that paused for memory
+    and resumed would tell it ``running``, and the spare would take tasks unasked. An idle spare holds no data, so
+    nothing is lost meanwhile."""
+    manager = worker.memory_manager
+    saved = manager.memory_pause_fraction
+    manager.memory_pause_fraction = False
+    worker.startup_information[SPARE_KEY] = _constant("1")
+
+    def hotspare_promote() -> str:  # a plain function: distributed logs a handler's __name__
+        manager.memory_pause_fraction = saved
+        return "promoted"
+
+    worker.handlers[PROMOTE_OP] = hotspare_promote
 
 
 def _constant(value: str) -> Any:

@@ -1,6 +1,6 @@
 """``hotspare postmortem WORKFLOW_DIR``: what a workflow's adapter recorded — each batch job and how it ended, each
 failed try of a task, the hosts the workflow keeps out (until when), each readmission probe, each job the quarantine
-left without room, and scheduler commands that did not answer."""
+left without room, the spares that took a lost job's place, and scheduler commands that did not answer."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from hotspare.record.workflow import JobRow, RetryRow, WorkflowRecord
 _SCHEDULER_ERROR = "scheduler-error"
 #: The quarantine's life as :mod:`hotspare.act.life` records it: readmission probes, and jobs left without room.
 _LIFE = ("readmit", "no-room")
+#: What the Dask clusters record when a spare job takes a lost job's place (hotspare_dask.spares.SPARE_KIND).
+_SPARE = "spare"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,8 @@ class WorkflowReport:
     scheduler_errors: tuple[ObservationRow, ...]
     #: Readmission probes and "no room" findings, in order.
     life: tuple[ObservationRow, ...] = ()
+    #: Each promotion of a spare job, as recorded ("spare X (batch job N) on H took the place of Y").
+    spares: tuple[ObservationRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +39,7 @@ class WorkflowReport:
             "quarantine": [{"host": e.host.raw, "reason": e.reason.value, "since_s": e.since_s,
                             "expires_s": e.expires_s, "detail": e.detail} for e in self.quarantine],
             "life": [asdict(o) for o in self.life],
+            "spares": [{"at_s": o.at_s, "host": o.host, "detail": o.detail} for o in self.spares],
             "scheduler_errors": {"count": len(self.scheduler_errors),
                                  "first": self.scheduler_errors[0].detail if self.scheduler_errors else None},
         }
@@ -49,7 +54,8 @@ def build_workflow_report(ledger: Ledger) -> WorkflowReport | None:
     seen = ledger.observations()
     errors = tuple(o for o in seen if o.kind == _SCHEDULER_ERROR)
     life = tuple(o for o in seen if o.kind in _LIFE)
-    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors, life)
+    spares = tuple(o for o in seen if o.kind == _SPARE)
+    return WorkflowReport(jobs, retries, Quarantine.attach(ledger.connection).entries(), errors, life, spares)
 
 
 def render_workflow(report: WorkflowReport) -> str:
@@ -72,6 +78,8 @@ def render_workflow(report: WorkflowReport) -> str:
     if report.life:
         lines += ["", "quarantine:"]
         lines += [f"  {o.at_s - start:>9.1f}s {o.kind:<8} {o.host or '-'}: {o.detail}" for o in report.life]
+    if report.spares:
+        lines += ["", "spares:"] + [f"  {o.at_s - start:>9.1f}s {o.detail}" for o in report.spares]
     if report.scheduler_errors:
         lines += ["", f"scheduler errors: {len(report.scheduler_errors)}; first: "
                   f"{report.scheduler_errors[0].detail.splitlines()[0]}"]
