@@ -316,7 +316,11 @@ class Bed:
         self.disturbed = True
         if not self._signal(f"node:{node}", signal.SIGKILL):
             raise BedError(f"{node} is not running")
-        self.wait_for(lambda: not _alive(self.pids[f"pbs_mom:{node}"]), f"{node}'s MOM to die", 10)
+        # Gone, not only dead: a PID namespace's init finishes exiting only once every process of the namespace is
+        # reaped, and unshare (its parent) reaps it at once; until then the MOM may linger as a zombie (seen under
+        # load: its /proc entry still there after crash returned).
+        init = self.pids[f"node:{node}"]
+        self.wait_for(lambda: not Path(f"/proc/{init}").exists(), f"{node}'s processes to be gone", 10)
 
     def freeze(self, node: str) -> None:
         """Hang the node: SIGSTOP every process in it (sockets stay open; the kernel still answers TCP)."""
@@ -363,8 +367,8 @@ class Bed:
             if _alive(init) and _alive(mom) and all(_state(pid) != "T" for pid in self.node_pids(node)):
                 continue
             self._signal(f"node:{node}", signal.SIGKILL)
-            self.wait_for(lambda n=node: not any(_alive(self.pids.get(f"{d}:{n}", 0)) for d in ("node", "pbs_mom")),
-                          f"{node}'s old namespace to end", 10)
+            gone = Path(f"/proc/{self.pids.get(f'node:{node}', 0)}")  # its init reaped: every process of it is
+            self.wait_for(lambda g=gone: not g.exists(), f"{node}'s old namespace to end", 10)
             self._boot(node)
         self.disturbed = False
         return self.settled(timeout_s)
