@@ -138,15 +138,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.line(_stray_report(config.stash[_CHECKOUT][0], strays), red=True)
 
 
-#: The session fixtures that own a real cluster on fixed ports or in a namespace of its own.
-BED_FIXTURES = frozenset({"slurm_cluster", "pbs_cluster"})
-#: The test files with tests that need one (checked at collection: a new one must be added here).
-BED_FILES = frozenset(f"tests/{name}.py" for name in (
-    "test_campaign", "test_conformance_pbs", "test_dask_examples", "test_dask_mpi", "test_dask_pbs", "test_dask_spares",
-    "test_dask_silent_slurm", "test_dask_slurm", "test_life_slurm", "test_parsl_pbs", "test_parsl_silent_slurm",
-    "test_parsl_slurm", "test_pbs_bed", "test_pbs_failover", "test_slurm_failover", "test_stall_bed",
-    "test_suspects_bed", "test_testbed",
-))
+#: The test files whose tests need a real cluster, by the session fixture that owns it: SLURM's on fixed ports of
+#: this host, PBS's in a network namespace of its own (checked at collection: a new file must be added here).
+BED_FILES = {
+    "slurm_cluster": frozenset(f"tests/{name}.py" for name in (
+        "test_campaign", "test_dask_examples", "test_dask_mpi", "test_dask_spares", "test_dask_silent_slurm",
+        "test_dask_slurm", "test_life_slurm", "test_parsl_silent_slurm", "test_parsl_slurm", "test_slurm_failover",
+        "test_stall_bed", "test_suspects_bed", "test_testbed",
+    )),
+    "pbs_cluster": frozenset(f"tests/{name}.py" for name in (
+        "test_conformance_pbs", "test_dask_pbs", "test_parsl_pbs", "test_pbs_bed", "test_pbs_failover",
+    )),
+}
 
 
 def _file_of(nodeid: str) -> str:
@@ -154,25 +157,26 @@ def _file_of(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a test that needs a real cluster in a file :data:`BED_FILES` does not name: under ``./run test``
-    (two xdist workers) it would bring up a second bed on the same ports beside the first."""
-    strays = sorted({_file_of(item.nodeid) for item in items
-                     if BED_FIXTURES & set(getattr(item, "fixturenames", ())) and _file_of(item.nodeid) not in BED_FILES})
+    """Refuse a test that needs a real cluster in a file :data:`BED_FILES` does not name under that cluster: under
+    ``./run test`` (two xdist workers) it would bring up a second bed of a kind beside the first, on its ports."""
+    strays = sorted({f"{_file_of(item.nodeid)} ({fixture})" for item in items
+                     for fixture in BED_FILES if fixture in getattr(item, "fixturenames", ())
+                     and _file_of(item.nodeid) not in BED_FILES[fixture]})
     if strays:
         raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} use a test bed: add them to BED_FILES")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under xdist (``./run test``: ``-n 2``): every test of :data:`BED_FILES` is one unit of work, run in one worker
-    one after another on that worker's SLURM and PBS beds (a second bed of a kind would share their ports); every
-    other test is a unit of its own, run beside them in the other worker. The bed unit, the largest, is handed out
-    first. (xdist's own ``--dist loadgroup`` does not group under pytest 9.2: it renames ``item._nodeid``, which
-    pytest 9.2 no longer reads.)"""
+    """Under xdist (``./run test``: ``-n 2``): the tests of each bed are one unit of work, run in one worker one after
+    another on that worker's bed (two beds of a kind would share ports); the SLURM unit and the PBS unit, which share
+    nothing, may run in the two workers at once; every other test is a unit of its own. The largest units are
+    handed out first. (xdist's own ``--dist loadgroup`` does not group under pytest 9.2: it renames
+    ``item._nodeid``, which pytest 9.2 no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 -- only under xdist
 
     class BedsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "bed" if _file_of(nodeid) in BED_FILES else nodeid
+            return next((fixture for fixture, files in BED_FILES.items() if _file_of(nodeid) in files), nodeid)
 
     return BedsTogether(config, log)
 
