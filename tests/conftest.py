@@ -166,6 +166,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} use a test bed: add them to BED_FILES")
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist installed, pytest must not refuse it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under xdist (``./run test``: ``-n 2``): the tests of each bed are one unit of work, run in one worker one after
     another on that worker's bed (two beds of a kind would share ports); the SLURM unit and the PBS unit, which share
