@@ -147,7 +147,8 @@ BED_FILES = {
         "test_stall_bed", "test_suspects_bed", "test_testbed",
     )),
     "pbs_cluster": frozenset(f"tests/{name}.py" for name in (
-        "test_conformance_pbs", "test_dask_pbs", "test_parsl_pbs", "test_pbs_bed", "test_pbs_failover",
+        "test_conformance_pbs", "test_dask_pbs", "test_life_pbs", "test_parsl_pbs", "test_pbs_bed",
+        "test_pbs_failover",
     )),
 }
 

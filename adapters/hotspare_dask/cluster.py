@@ -399,14 +399,15 @@ class _Failover(SparePool, SilenceWatch):
         self._correct_state()
 
     def _readmit_due(self, *, placing: bool = False, pending: Sequence[str] = ()) -> None:
-        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`), SLURM only: a node back in service
-        since it was quarantined (restarted, or seen down and now up) or whose ``quarantine_ttl_s`` passed comes
-        back after a passing probe (a one-task ``srun --immediate``, through the cluster's scheduler runner); one
-        that does not answer stays out and is not probed again for ``window_s``. Each probe is in the ledger. A
-        job of ``pending`` SLURM holds back while every free node is quarantined is said once (log and ledger).
+        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`): a node back in service since it
+        was quarantined (SLURM: restarted, or seen down and now up; PBS: seen down and now up) or whose
+        ``quarantine_ttl_s`` passed comes back after a passing probe (SLURM: a one-task ``srun --immediate``; PBS:
+        a tiny job pinned to it, :mod:`hotspare.act.pbs_probe`), through the cluster's scheduler runner; one that
+        does not answer stays out and is not probed again for ``window_s``. Each probe is in the ledger. SLURM
+        only: a job of ``pending`` held back while every free node is quarantined is said once (log and ledger).
         Looks at once when a job is being placed (``placing``), else at most every 10 s (adapt corrects state
-        every second). PBS: no probe can be run from here; hosts stay out until readmitted by hand."""
-        if self.scheduler_kind is not SchedulerKind.SLURM or self._closing:
+        every second)."""
+        if self._closing:
             return
         self._life.tick(placing=placing, pending=pending)
 

@@ -309,13 +309,14 @@ class FailoverProvider(ExecutionProvider):
         return extra
 
     def _readmit_due(self, *, placing: bool = False, pending: Sequence[str] = ()) -> None:
-        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`), SLURM only: a node back in service
-        since it was quarantined (restarted, or seen down and now up) or whose expiry passed comes back after a
-        passing probe (a one-task ``srun --immediate``, its own tiny job); one that does not answer stays out.
-        Each probe is in the ledger. A block of ``pending`` SLURM holds back while every free node is quarantined
-        is said once (log and ledger). At each submit (``placing``), else at most every 10 s of status polls.
-        Elsewhere (PBS, local) no probe can be run from here: hosts stay out until readmitted by hand."""
-        if self._kind == "slurm":
+        """The quarantine's look at its nodes (:class:`hotspare.QuarantineLife`): a node back in service since it
+        was quarantined (SLURM: restarted, or seen down and now up; PBS: seen down and now up) or whose expiry
+        passed comes back after a passing probe (SLURM: a one-task ``srun --immediate``; PBS: a tiny job pinned to
+        it); one that does not answer stays out. Each probe is in the ledger. SLURM only: a block of ``pending``
+        held back while every free node is quarantined is said once (log and ledger). At each submit
+        (``placing``), else at most every 10 s of status polls. Local blocks have no scheduler to ask and no probe
+        from here: their hosts stay out until readmitted by hand."""
+        if self._kind is not None:
             self._life.tick(placing=placing, pending=pending)
 
     def _pick_simulated(self) -> Host:

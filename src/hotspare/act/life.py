@@ -13,11 +13,13 @@ placement, and at most every :data:`LOOK_EVERY_S` between, it
    node is quarantined (:func:`hotspare.decide.life.no_room`) it says so once on the adapter's log and once in
    the ledger (a ``no-room`` observation, shown by ``hotspare postmortem WF_DIR``).
 
-SLURM only. On PBS, ``pbs_tmrsh`` works only inside a job, and PBS has no "start now or fail" like ``srun
---immediate``: a probe job pinned with ``select=1:host=H`` waits in the queue for the next scheduling cycle (or
-behind other jobs), so a missing answer would mix the node's health with the queue's, and every timed-out probe
-would leave a job to ``qdel``. Not done here: a PBS quarantine keeps its hosts out until they are readmitted by
-hand, as before.
+On PBS the look is the same with PBS's words. A node is back in service when ``pbsnodes`` shows it taking jobs
+after one of these looks saw it out of service (down, ``state-unknown``, offline) since it was quarantined: PBS
+gives no MOM start time, and a node that went from ``job-busy`` to ``free`` was never out. The probe is a job
+pinned to the node (:mod:`hotspare.act.pbs_probe`), because PBS has no "start now or fail": a probe job that
+waited in a busy queue fails, and the node stays out until its next try. "No room" is not looked for on PBS:
+the adapters pin PBS jobs to hosts known good, and a job PBS holds back is waiting for one of those, not kept
+off the free nodes by the quarantine.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hotspare.act.launchers import LauncherKind
+from hotspare.act.pbs_probe import probe_pbs_hosts
 from hotspare.act.probe import ProbeResult, probe_hosts
 from hotspare.act.runner import Completed
-from hotspare.act.scheduler import QueryFailure, SchedulerQuery
+from hotspare.act.scheduler import QueryFailure, SchedulerKind, SchedulerQuery, parse_pbsnodes
 from hotspare.decide.life import (
     Look,
     PendingJob,
@@ -168,7 +171,7 @@ class QuarantineLife:
             return []
         self._next_look_s = now + self.look_every_s
         turns = self._readmit(now)
-        if pending:
+        if pending and not self._pbs:
             self._check_room(set(pending))
         return turns
 
@@ -189,14 +192,24 @@ class QuarantineLife:
         asked = [h for h in why if self._probe_after.get(h, float("-inf")) <= now]
         return self._probe(asked, why, due, now) if asked else []
 
+    @property
+    def _pbs(self) -> bool:
+        return self.query.kind is SchedulerKind.PBS
+
     def _sight(self, hosts: Sequence[Host]) -> dict[Host, Sighting]:
+        if self._pbs:  # state only: PBS does not say when a MOM started
+            out = self._ask(["pbsnodes", *(h.raw for h in hosts)])
+            return {} if out is None else {h: Sighting(h, state) for h, state in parse_pbsnodes(out).items()}
         out = self._ask(["scontrol", "show", "node", ",".join(h.raw for h in hosts)])
         return {} if out is None else parse_scontrol_sightings(out)
 
     def _probe(self, hosts: list[Host], why: dict[Host, str], due: Collection[Host], now: float) -> list[ProbeTurn]:
-        immediate = f"--immediate={max(1, int(self.probe_timeout_s / 2))}"
-        results = probe_hosts(hosts, LauncherKind.SRUN, self.workdir, timeout_s=self.probe_timeout_s,
-                              extra_args=(immediate,), run=self.query.run)
+        if self._pbs:
+            results = probe_pbs_hosts(hosts, self.workdir, timeout_s=self.probe_timeout_s, run=self.query.run)
+        else:
+            immediate = f"--immediate={max(1, int(self.probe_timeout_s / 2))}"
+            results = probe_hosts(hosts, LauncherKind.SRUN, self.workdir, timeout_s=self.probe_timeout_s,
+                                  extra_args=(immediate,), run=self.query.run)
         turns = []
         with self._guard:
             for r in results:

@@ -1,0 +1,104 @@
+"""The PBS readmission probe's decisions (pure: a job's record read, a probe judged; and the probe's commands with a
+scripted runner). The real probe on the OpenPBS bed: tests/test_life_pbs.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hotspare import Host
+from hotspare.act.pbs_probe import ProbeJob, judge_probe_job, parse_probe_job, probe_job_argv, probe_pbs_hosts
+from hotspare.act.runner import Completed
+
+
+def qstat_json(job_id: str, **record: object) -> str:
+    return json.dumps({"pbs_version": "23.06.06", "Jobs": {job_id: record}})
+
+
+def test_the_probe_job_is_pinned_not_rerunnable_and_never_shell_text(tmp_path: Path) -> None:
+    argv = probe_job_argv(Host("x4102c5s3b0n0"), tmp_path / "p.out")
+    assert argv[argv.index("-l") + 1] == "select=1:host=x4102c5s3b0n0:ncpus=1"
+    assert argv[argv.index("-r") + 1] == "n"
+    assert argv[-2:] == ["--", "/bin/true"]
+
+
+@pytest.mark.parametrize(("text", "job_id", "want"), [
+    (qstat_json("7.head", job_state="F", Exit_status=0, exec_host="p3/0"), "7.head", ProbeJob("F", 0, "p3/0")),
+    # qsub printed a short id, the server answers with its full name
+    (qstat_json("7.head.bed", job_state="R", exec_host="p3/0"), "7.head", ProbeJob("R", None, "p3/0")),
+    (qstat_json("7.head", job_state="Q"), "7.head", ProbeJob("Q", None, "")),
+    (qstat_json("8.head", job_state="Q"), "7.head", None),
+    ("qstat: Unknown Job Id 7.head", "7.head", None),
+    (json.dumps({"Jobs": []}), "7.head", None),
+])
+def test_a_probe_jobs_record_is_read_or_not_at_all(text: str, job_id: str, want: ProbeJob | None) -> None:
+    assert parse_probe_job(text, job_id) == want
+
+
+@pytest.mark.parametrize(("job", "timed_out", "ok", "words"), [
+    (ProbeJob("F", 0, "p3/0"), False, True, "ran on p3 and exited 0"),
+    (ProbeJob("F", 0, ""), False, True, "ran on p3 and exited 0"),
+    (ProbeJob("F", 0, "p4/0"), False, False, "ended with Exit_status 0 on p4"),  # not where it was pinned
+    (ProbeJob("F", -3, "p3/0"), False, False, "ended with Exit_status -3 on p3"),
+    (None, False, False, "qstat no longer describes it"),
+    (ProbeJob("R", None, "p3/0"), True, False, "started on p3 but did not end within 8 s: deleted"),
+    (ProbeJob("Q", None, ""), True, False, "did not start within 8 s (the node, or a busy queue)"),
+    (None, True, False, "did not start within 8 s"),
+])
+def test_only_a_job_that_ran_on_the_node_and_exited_0_passes(job: ProbeJob | None, timed_out: bool, ok: bool,
+                                                             words: str) -> None:
+    result = judge_probe_job(Host("p3"), "7.head", job, timed_out=timed_out, waited_s=8.0)
+    assert result.ok is ok and words in result.detail
+
+
+class Scripted:
+    """A runner playing PBS: ``qsub`` gives ids in turn, ``qstat`` answers from ``states`` ({job id: records in
+    turn, the last one repeated}), every command kept; a fake clock advanced by each sleep."""
+
+    def __init__(self, states: dict[str, list[dict[str, object]]], refuse: bool = False) -> None:
+        self.states, self.refuse, self.now = states, refuse, 0.0
+        self.argvs: list[list[str]] = []
+        self._ids = iter(states)
+        self._seen: dict[str, int] = {}
+
+    def __call__(self, argv: list[str], timeout_s: float) -> Completed:
+        self.argvs.append(argv)
+        if argv[0] == "qsub":
+            if self.refuse:
+                return Completed(tuple(argv), 1, "", "qsub: Unknown resource Resource_List.host\n", False)
+            return Completed(tuple(argv), 0, f"{next(self._ids)}\n", "", False)
+        if argv[0] == "qstat":
+            job = argv[-1]
+            turn = self._seen.get(job, 0)
+            self._seen[job] = turn + 1
+            records = self.states[job]
+            return Completed(tuple(argv), 0, qstat_json(job, **records[min(turn, len(records) - 1)]), "", False)
+        return Completed(tuple(argv), 0, "", "", False)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_probes_run_at_once_and_a_job_that_never_ends_is_deleted(tmp_path: Path) -> None:
+    """Two hosts: p2's job runs and ends, p1's waits in the queue to the deadline; p1's job (only) is deleted, and
+    the loop ends at the deadline."""
+    pbs = Scripted({
+        "1.head": [{"job_state": "Q"}],
+        "2.head": [{"job_state": "R", "exec_host": "p2/0"}, {"job_state": "F", "Exit_status": 0, "exec_host": "p2/0"}],
+    })
+    results = probe_pbs_hosts([Host("p1"), Host("p2")], tmp_path, timeout_s=3.0, run=pbs, clock=lambda: pbs.now,
+                              sleep=pbs.sleep)
+    assert [(r.host.raw, r.ok) for r in results] == [("p1", False), ("p2", True)]
+    assert "did not start within 3 s" in results[0].detail
+    assert [a for a in pbs.argvs if a[0] == "qdel"] == [["qdel", "-W", "force", "1.head"]]
+    assert pbs.now == pytest.approx(3.0)
+
+
+def test_a_refused_probe_job_fails_with_qsubs_words(tmp_path: Path) -> None:
+    pbs = Scripted({"1.head": [{"job_state": "Q"}]}, refuse=True)
+    (result,) = probe_pbs_hosts([Host("p1")], tmp_path, timeout_s=3.0, run=pbs, clock=lambda: pbs.now,
+                                sleep=pbs.sleep)
+    assert not result.ok and result.detail == "pbs probe job not submitted: qsub: Unknown resource Resource_List.host"
+    assert not any(a[0] in ("qstat", "qdel") for a in pbs.argvs)
