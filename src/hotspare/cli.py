@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from hotspare.act.scheduler import SCHEDULER_CHOICES
+from hotspare.cli_quarantine import add_parser as add_quarantine_parser
 from hotspare.errors import EXIT_USAGE, HotspareError, InputError, UsageError
 from hotspare.evidence.classify import SchedulerFacts, Verdict, classify, refusals
 from hotspare.evidence.patterns import PatternSet, Role, load_patterns
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_scrape)
 
     _launch_parser(sub)
+    add_quarantine_parser(sub)
     p = sub.add_parser("postmortem", help="report a run (attempts, decisions, incidents) or a workflow directory "
                        "(its jobs, failed tries and quarantine)")
     p.add_argument("run_dir", metavar="RUN_DIR")

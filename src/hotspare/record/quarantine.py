@@ -190,6 +190,15 @@ class Quarantine:
         self.publish()
         return True
 
+    def release(self, host: Host) -> Entry | None:
+        """Let ``host`` back in now, without a probe: readmitted by hand (``hotspare quarantine --readmit``). Its
+        entry, or None when it was not quarantined here."""
+        entry = next((e for e in self.entries() if e.host == host), None)
+        if entry is not None:
+            self._db.execute("DELETE FROM quarantine WHERE host = ?", (host.name,))
+            self.publish()
+        return entry
+
     def publish(self) -> None:
         """Replace the snapshot with the current entries (atomically); nothing when not shared."""
         if self.snapshot is not None:
