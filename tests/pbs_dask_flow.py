@@ -22,6 +22,7 @@ from distributed import Client
 from hotspare import Host
 from hotspare_dask import FailoverPBSCluster
 from hotspare_dask.preload import HOSTNAME_KEY
+from hotspare_dask.spares import SPARE_KIND
 from polling import wait_for
 
 TASKS = 150
@@ -73,6 +74,47 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
             "new_job": qstat(new_id), "old_job": qstat(old_id),
             "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled],
             "quarantine_s": quarantined - crashed, "resubmit_s": resubmitted - crashed, "back_s": back - crashed}
+
+
+def _address(cluster: FailoverPBSCluster, name: str) -> str:
+    return next(a for a, w in cluster.scheduler_info["workers"].items() if w["name"] == name)
+
+
+def _running(cluster: FailoverPBSCluster) -> set[str]:
+    """The names of the workers the scheduler gives tasks to (a spare's is held paused)."""
+    return {str(ws.name) for ws in cluster.scheduler.running}
+
+
+def spare_takes_over(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    """2 jobs and a spare (spare_jobs=1) under a stream; an active job's MOM is crashed: the spare's worker is
+    promoted as the lost one leaves, and the lost job comes back as the new spare, pinned off the dead node."""
+    wait_for("the spare's worker", lambda: len(worker_hosts(cluster)) == 3, 120)
+    before = worker_hosts(cluster)
+    (spare,) = cluster.spares
+    futures = client.map(square, range(TASKS))
+    wait_for("20 tasks done", lambda: sum(f.done() for f in futures) >= 20, 60)
+    spare_idle = not cluster.scheduler.workers[_address(cluster, spare)].processing
+    victim_job = min(n for n in before if n != spare)
+    victim, old_id = before[victim_job], str(cluster.workers[victim_job].job_id)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
+    wait_for("the test to crash the node", (work / "crashed").exists, 60)
+    crashed = time.monotonic()
+    wait_for("the spare promoted", lambda: spare in _running(cluster), 60)
+    promoted = time.monotonic()
+    results = [f.result(timeout=120) for f in futures]
+    wait_for("the new spare job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
+             90)
+    new_id = str(cluster.workers[victim_job].job_id)
+    wait_for("the new spare's worker", lambda: victim_job in worker_hosts(cluster), 120)
+    with cluster._db_lock:
+        notes = [o.detail for o in cluster._ledger.observations() if o.kind == SPARE_KIND]
+    return {"before": before, "spare": spare, "spare_idle": spare_idle,
+            "victim": victim, "victim_job": victim_job, "old_id": old_id, "new_id": new_id,
+            "results_ok": results == [x * x for x in range(TASKS)], "after": worker_hosts(cluster),
+            "running": sorted(_running(cluster)), "spares": list(cluster.spares),
+            "quarantine": [e.host.name for e in cluster.quarantine.entries()], "notes": notes,
+            "new_job": qstat(new_id), "promoted_s": promoted - crashed,
+            "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled]}
 
 
 def sister_dies(cluster: FailoverPBSCluster, client: Client, work: Path, hold_s: float) -> dict[str, Any]:
@@ -148,8 +190,10 @@ def mpi_spare(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[s
 def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int:
     # dask's lost-worker timeout short: a crashed node's workers never come back; PBS says "down" within 1 s.
     dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
-    multi = {"job_nodes": 3} if mode.startswith(("sister", "mpi")) else {}
+    multi: dict[str, Any] = {"job_nodes": 3} if mode.startswith(("sister", "mpi")) else {}
+    spares: dict[str, Any] = {"spare_jobs": 1} if mode == "spare" else {}
     cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
+                                 **spares,
                                  run_dir=work / "wf", log_directory=str(work / "logs"),
                                  # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
                                  # login shell would otherwise start without them.
@@ -157,10 +201,13 @@ def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int
                                  scheduler_options={"host": address, "dashboard_address": f"{address}:0"})
     client = None
     try:
-        cluster.scale(jobs=1 if multi else 3)
+        jobs = 1 if multi else 2 if spares else 3
+        cluster.scale(jobs=jobs)
         client = Client(cluster, timeout=60)
-        client.wait_for_workers(1 if multi else 3, timeout=90)
-        if mode == "mpi":
+        client.wait_for_workers(jobs, timeout=90)  # running workers only: a spare's is paused
+        if spares:
+            result = spare_takes_over(cluster, client, work)
+        elif mode == "mpi":
             result = mpi_spare(cluster, client, work)
         elif multi:
             result = sister_dies(cluster, client, work, float(mode.partition(":")[2] or 50))

@@ -39,6 +39,27 @@ def test_a_crashed_moms_job_comes_back_pinned_to_the_free_node(pbs_bed: Bed, tmp
           f"{result['back_s']:.1f} s after the crash; the workflow took {took_s:.1f} s")
 
 
+def test_a_crashed_moms_job_is_replaced_by_the_spare_at_once(pbs_bed: Bed, tmp_path: Path) -> None:
+    """spare_jobs=1 on PBS: 2 jobs and a spare (its worker connected, held paused: no task) under a stream; an
+    active job's MOM is crashed. The spare's worker is running tasks again as the lost worker leaves; the lost
+    job, judged a node fault, comes back as the new spare pinned to the one free node (``select=1:host=H``); the
+    promotion is in the ledger, the dead node quarantined, every task completes, no death counted."""
+    result, took_s = run_flow(pbs_bed, FLOW, tmp_path, ",".join(pbs_bed.nodes), "spare")
+    victim, before, spare = result["victim"], result["before"], result["spare"]
+    (free,) = set(pbs_bed.nodes) - set(before.values())
+    assert result["spare_idle"] and result["results_ok"]
+    assert result["running"] == sorted(set(before) - {result["victim_job"]})  # the spare took the victim's place
+    assert result["spares"] == [result["victim_job"]]
+    assert result["after"][result["victim_job"]] == free
+    assert result["new_job"]["Resource_List"]["select"].startswith(f"1:host={free}:")
+    assert result["quarantine"] == [victim]
+    (note,) = result["notes"]
+    assert note.startswith(f"spare {spare} (batch job ") and f"took the place of {result['victim_job']}" in note
+    assert not any(counted for *_, counted in result["spared"])
+    print(f"crashed {victim}: the spare ran tasks {result['promoted_s']:.1f} s after the crash; the new spare on "
+          f"{free}; the workflow took {took_s:.1f} s")
+
+
 #: How long the job is watched after its sister's crash: past the ~44 s at which PBS, without
 #: tolerate_node_failures, killed such a job on this bed ($max_poll_downtime 15; /work/shared/research/openpbs.md).
 SISTER_HOLD_S = 50
