@@ -397,3 +397,39 @@ def test_the_cli_keeps_freed_blocks_for_big_inputs(tmp_path: Path) -> None:
     before = scan(path, PATTERNS)
     assert scan_module.keep_freed_blocks() is True
     assert scan(path, PATTERNS) == before
+
+
+GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
+
+
+@pytest.mark.parametrize(("prefix", "host"), [
+    (b"192.168.13.81: ", "192.168.13.81"),
+    (b"gpu-node-12: ", "gpu-node-12"),
+    (b"nid001234: ", "nid001234"),
+    (b"  x4102c5s3b0n0.hostmgmt: ", "x4102c5s3b0n0.hostmgmt"),
+    # a device, a rank, a counter, a date, a program, a Python module, loopback, srun -l's task number: no node
+    (b"eth0: ", None),
+    (b"rank3: ", None),
+    (b"epoch2: ", None),
+    (b"2024-05-01: ", None),
+    (b"slurmstepd: ", None),
+    (b"torch.distributed.run: ", None),
+    (b"localhost: ", None),
+    (b"3: ", None),
+    (b"", None),
+])
+def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
+    """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix
+    (pdsh, clush, DeepSpeed's multi-node runner), when the prefix can only be a node's name."""
+    result = scan(prefix + GPU_FAULT + b"\n", PATTERNS)
+    assert {e.host.raw if e.host else None for e in result.evidence if e.pattern == "nvidia.cuda_hardware_error"} == {host}
+
+
+def test_a_pdsh_prefix_never_makes_a_teardown_or_a_reporter_the_origin() -> None:
+    """Only lines that say where a failure started take the prefix: the teardown's victim and the node that
+    reports a lost peer are not blamed."""
+    text = (b"10.0.0.5: " + GPU_FAULT + b"\n"
+            b"10.0.0.6: [rank1]: Terminated\n"
+            b"10.0.0.7: NCCL WARN NET/IB : Got completion from peer 10.0.0.5<36789> with error 12, opcode 0\n")
+    verdict = classify(scan(text, PATTERNS))
+    assert [h.raw for h in verdict.blamed_hosts] == ["10.0.0.5"] == [h.raw for h in verdict.exclude_hosts]

@@ -29,8 +29,9 @@ from typing import IO, Any, Literal
 
 from hotspare.errors import HostError, InputError
 from hotspare.evidence.multi import Candidate, Engine, line_finder, re2_lines
-from hotspare.evidence.patterns import Pattern, PatternSet, build_set, load_patterns
+from hotspare.evidence.patterns import HostMeaning, Pattern, PatternSet, build_set, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
+from hotspare.failures import FailureClass
 from hotspare.hosts import Host, expand_hosts
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
@@ -230,9 +231,10 @@ class Scanner:
             group = self._host_group(index)
             plain = found is None and self._plain(index)
             if exact and group is None:
-                if plain and self._records.bump((pattern.qualname, None)):
+                named = prefix_host(line, len(line)) if _takes_prefix(pattern) else _ANONYMOUS
+                if plain and self._records.bump_all(pattern.qualname, [named]):
                     continue
-                evidence = [_record(pattern, lineno, line, None, None)]
+                evidence = [_record(pattern, lineno, line, *named)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
@@ -515,9 +517,54 @@ class _Subset:
 
 def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int, group: int | None) -> list[Evidence]:
     """What one match says: one record, or one per host of a captured hostlist. ``group`` is the number of
-    the pattern's host group. (Records are made whole, not copied with ``replace``: a dense log makes
-    tens of thousands.)"""
-    return [_record(pattern, lineno, line, host, text) for host, text in _named(match, line, group, pattern.hostlist)]
+    the pattern's host group. A line that says where a node-local failure started without naming a host takes
+    the host of its pdsh-style prefix, if any (:func:`_takes_prefix`, :func:`prefix_host`). (Records are made whole, not
+    copied with ``replace``: a dense log makes tens of thousands.)"""
+    named = _named(match, line, group, pattern.hostlist)
+    if named == [_ANONYMOUS] and _takes_prefix(pattern):
+        named = [prefix_host(line, match.start())]
+    return [_record(pattern, lineno, line, host, text) for host, text in named]
+
+
+_ANONYMOUS: tuple[Host | None, str | None] = (None, None)
+# Failures that happen on the node that prints them: a crash, an out-of-memory kill, a GPU fault. (A network
+# error is printed by the peer that saw it; a user error or a time limit has no origin node.)
+_LOCAL_CLASSES = frozenset({FailureClass.RANK_KILLED, FailureClass.OOM, FailureClass.GPU_HW})
+
+
+def _takes_prefix(pattern: Pattern) -> bool:
+    """Whether a line of ``pattern`` that names no host is about the node that printed it: it says where a
+    node-local failure started."""
+    return pattern.host_means is HostMeaning.ORIGIN and pattern.failure_class in _LOCAL_CLASSES
+
+
+# pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
+_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+# Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
+_NOT_A_NODE = re.compile(
+    r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
+    r"|cuda|hip|xpu|cpu|core|numa|socket|dev|device|rank|proc|process|thread|task|step|epoch|iter|iteration|batch"
+    r"|layer|block|stage|local|default|worker|job|line|test|tp|pp|dp|ep|part|shard|node|pid|tid|lo)\d+",
+    re.IGNORECASE,
+)
+
+
+def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
+    """The host of a pdsh-style ``host: `` prefix of ``line`` ending at or before offset ``before`` (where the
+    pattern matched), or ``(None, None)``. Taken only when it must be a node's name: an IPv4 address, or a name
+    with a digit that does not start with one (a date, a time, a rank number do) and is not a device, a rank
+    or a counter (``eth0``, ``rank3``, ``epoch2``); a name without a digit (``slurmstepd``, ``srun``, a Python
+    module) never is. (pure)"""
+    found = _PREFIX.match(line)
+    if found is None or found.end() > before:
+        return _ANONYMOUS
+    text = found.group(1).decode("latin-1")
+    if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
+                                      or _NOT_A_NODE.fullmatch(text)):
+        return _ANONYMOUS
+    (host,) = _hosts(text, False)
+    return _ANONYMOUS if host is None else (host, host.raw)
 
 
 def _named(match: Any, line: bytes, group: int | None, hostlist: bool) -> list[tuple[Host | None, str | None]]:
