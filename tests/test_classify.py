@@ -492,3 +492,44 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     first = verdict("srun: error: n2: task 1: Killed\nsrun: error: n1: task 0: Exited with exit code 1\n", patterns,
                     rc=1, allocation=hosts)
     assert first.failure_class is FailureClass.RANK_KILLED and first.blamed_hosts == (Host("n2"),)
+
+
+# -- the generic pack: a meaning any program may word, read where no pack knows the program --------------------
+
+
+@pytest.mark.parametrize(("text", "fclass", "blamed"), [
+    # a crash signal or a negative status in any tool's words; a pdsh-style prefix names where
+    ("node07: worker process terminated with return code -11\n", FailureClass.RANK_KILLED, ["node07"]),
+    ("child process pid 1234 killed by signal 7 (Bus error)\n", FailureClass.RANK_KILLED, []),
+    ("terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n",
+     FailureClass.RANK_KILLED, []),
+    # a program's own exception named for a mistake in its code or input
+    ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+     "mymodule.ConfigError: missing key 'lr'\n", FailureClass.USER_ERROR, []),
+    ("PermissionError: [Errno 13] Permission denied: '/projects/shared/out.h5'\n", FailureClass.USER_ERROR, []),
+    # a wall-time limit, a preemption, stated by whoever ran the job
+    ("ERROR: Job 12345 exceeded its walltime limit and was terminated\n", FailureClass.WALLTIME, []),
+    ("The job was preempted by a higher priority job and requeued\n", FailureClass.PREEMPTED, []),
+    # a connection exception alone is network trouble ...
+    ("ConnectionResetError: [Errno 104] Connection reset by peer\n", FailureClass.NETWORK, []),
+    # ... but the crash that came first explains the peers' lost connections
+    ("node07: worker process terminated with return code -11\n"
+     "node08: ConnectionResetError: [Errno 104] Connection reset by peer\n", FailureClass.RANK_KILLED, ["node07"]),
+    # ... and a program's error before it is the program's
+    ("mymodule.ConfigError: missing key 'lr'\nnode08: ConnectionResetError: [Errno 104] Connection reset by peer\n",
+     FailureClass.USER_ERROR, []),
+    # a -9 is the run's summary: the OOM line says why
+    ("worker process terminated with return code -9\n[  123.4] Out of memory: Killed process 4242 (python)\n",
+     FailureClass.OOM, []),
+    # a list of possible causes is no statement of one
+    ("Task failed because the node it was running on is dead or unavailable. This can happen if the node was "
+     "preempted, had a hardware failure, or its raylet crashed unexpectedly.\n", None, []),
+])
+def test_generic_meanings(patterns: PatternSet, text: str, fclass: FailureClass | None, blamed: list[str]) -> None:
+    v = verdict(text, patterns)
+    if fclass is None:
+        assert v.failure_class is not FailureClass.PREEMPTED
+    else:
+        assert v.failure_class is fclass, v.reason
+    assert [h.raw for h in v.blamed_hosts] == blamed
+    assert not v.exclude_hosts  # none of these is node-fault evidence

@@ -371,14 +371,23 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
             return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
-        return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}")
+        return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}",
+                         from_status=ev.pattern in _STATUS_ONLY)
     return None
 
 
-# Failures read from an exit status alone (127: not found, 126: not executable, 137: SIGKILL): the run's summary,
-# not its cause. Any other line that decides comes first; and a line that says the job died (a failed launch on a
-# named node) is not explained away by a 127 after it, as the launcher that failed to start the program reports it.
-_STATUS_ONLY = frozenset({"kernel.exit_code_not_found", "kernel.exit_code_sigkill"})
+# Lines that sum a run up rather than say why it ended: an exit status alone (127: not found, 126: not executable,
+# 137 or -9: SIGKILL), and a connection exception, which is as often a peer's view of a rank that died first as a
+# network fault. Any other line that decides comes first, and a crash line decides before a SIGKILL or a connection
+# exception (see _signal_death); alone, they decide. A line that says the job died (a failed launch on a named node)
+# is not explained away by a 127 after it, as the launcher that failed to start the program reports it.
+_STATUS_ONLY = frozenset({
+    "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
+    "generic.connection_exception", "generic.grpc_unavailable",
+})
+#: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
+#: connections.
+_CRASH_EXPLAINS = frozenset({FailureClass.RANK_KILLED, FailureClass.NETWORK})
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -438,7 +447,7 @@ def _signal_death(
     alike, nobody is the origin. A line that only says a process died, not why (class ``unknown``: Ray's "a worker
     died or was killed", a launcher's bare exit banner), leaves the why to a crash line as the exit status does."""
     if decision.failure_class is not FailureClass.UNKNOWN and not (
-            decision.from_status and decision.failure_class is FailureClass.RANK_KILLED):
+            decision.from_status and decision.failure_class in _CRASH_EXPLAINS):
         return decision
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]

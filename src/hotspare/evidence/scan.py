@@ -545,7 +545,7 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _NOT_A_NODE = re.compile(
     r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
     r"|cuda|hip|xpu|cpu|core|numa|socket|dev|device|rank|proc|process|thread|task|step|epoch|iter|iteration|batch"
-    r"|layer|block|stage|local|default|worker|job|line|test|tp|pp|dp|ep|part|shard|node|pid|tid|lo)\d+",
+    r"|layer|block|stage|local|default|job|line|test|tp|pp|dp|ep|part|shard|pid|tid|lo)\d+",
     re.IGNORECASE,
 )
 
