@@ -224,3 +224,21 @@ def test_a_site_pack_is_checked_in_full_once_then_loaded_as_checked(tmp_path: Pa
     kept[0].write_text("{not json")
     assert multi.HyperscanLines(again).candidates(b"NHC: n7 failed health check\n")
     assert json.loads(kept[0].read_text())  # written whole again
+
+
+def test_the_shipped_packs_parsed_once_are_read_from_the_cache_and_a_damaged_copy_is_parsed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped packs' parsed TOML is kept in the cache (start-up: JSON instead of Python's TOML parser); a
+    damaged copy is parsed again and replaced; with the cache off nothing is kept; the packs are the same each
+    way."""
+    from hotspare.evidence.cache import CACHE_VAR  # noqa: PLC0415
+
+    monkeypatch.setenv(CACHE_VAR, str(tmp_path))
+    first = [p.regex for p in load_patterns(environ={}).patterns]
+    (kept,) = (tmp_path / "packs").iterdir()
+    assert [p.regex for p in load_patterns(environ={}).patterns] == first
+    kept.write_text("[{\"pack\": ")  # half written by a run that died
+    assert [p.regex for p in load_patterns(environ={}).patterns] == first
+    assert json.loads(kept.read_text())[0]["pack"]["name"]
+    monkeypatch.setenv(CACHE_VAR, "")
+    assert [p.regex for p in load_patterns(environ={}).patterns] == first

@@ -106,6 +106,7 @@ class Scanner:
         self._sources = {ref for p in self.patterns.patterns for ref in (p.host_from, p.after) if ref}
         self._groups: dict[int, int | None] = {}
         self._plains: dict[int, bool] = {}
+        self._prefix_takers: dict[int, bool] = {}
         self._subsets: dict[frozenset[int], _Subset] = {}
 
     @property
@@ -231,10 +232,10 @@ class Scanner:
             group = self._host_group(index)
             plain = found is None and self._plain(index)
             if exact and group is None:
-                named = prefix_host(line, len(line)) if _takes_prefix(pattern) else _ANONYMOUS
-                if plain and self._records.bump_all(pattern.qualname, [named]):
+                host, text = prefix_host(line, len(line)) if self._prefixed(index) else _ANONYMOUS
+                if plain and self._records.bump((pattern.qualname, host.name if host is not None else text)):
                     continue
-                evidence = [_record(pattern, lineno, line, *named)]
+                evidence = [_record(pattern, lineno, line, host, text)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
@@ -290,6 +291,13 @@ class Scanner:
             matched.append((pattern.qualname, match.end()))
             self._add(_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
         return matched
+
+    def _prefixed(self, index: int) -> bool:
+        """Whether event pattern ``index``'s lines that name no host take a pdsh-style prefix's (looked up once)."""
+        taken = self._prefix_takers.get(index)
+        if taken is None:
+            taken = self._prefix_takers[index] = _takes_prefix(self.patterns.event_patterns[index])
+        return taken
 
     def _host_group(self, index: int) -> int | None:
         """The number of event pattern ``index``'s host group (looked up once: a dense log asks per line)."""

@@ -41,6 +41,7 @@ import enum
 import functools
 import importlib.metadata
 import importlib.resources
+import json
 import os
 import re
 import threading
@@ -329,6 +330,11 @@ def load_pack_text(text: str, source: str, *, trusted: bool = False) -> Pack:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PatternError(source, f"not valid TOML ({exc})") from exc
+    return _pack_from_data(data, source, trusted=trusted)
+
+
+def _pack_from_data(data: dict[str, Any], source: str, *, trusted: bool) -> Pack:
+    """A pack from its parsed TOML (:func:`load_pack_text`)."""
     head = _table(data.get("pack"), source, "[pack]")
     name = _text(head, "name", source)
     doc = _text(head, "doc", source)
@@ -487,11 +493,37 @@ def _examples(table: Mapping[str, Any], where: str) -> tuple[Example, ...]:
 
 
 def builtin_packs() -> Iterator[Pack]:
-    """The packs shipped inside the package."""
+    """The packs shipped inside the package (their parsed TOML kept in the cache: :func:`_parsed_builtins`)."""
     root = importlib.resources.files("hotspare.evidence.patterns").joinpath("packs")
-    for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".toml"):
-            yield load_pack_text(entry.read_text(encoding="utf-8"), f"builtin:{entry.name}", trusted=True)
+    texts = [(entry.name, entry.read_text(encoding="utf-8"))
+             for entry in sorted(root.iterdir(), key=lambda e: e.name) if entry.name.endswith(".toml")]
+    for (name, text), data in zip(texts, _parsed_builtins(texts), strict=True):
+        yield _pack_from_data(data, f"builtin:{name}", trusted=True) if data is not None else \
+            load_pack_text(text, f"builtin:{name}", trusted=True)
+
+
+def _parsed_builtins(texts: list[tuple[str, str]]) -> list[dict[str, Any] | None]:
+    """The shipped packs' TOML as parsed before, from the cache, keyed by every pack's text (Python's TOML parser
+    takes a tenth of a second over them, which every ``hotspare`` command would pay at start-up; JSON reads them
+    in a hundredth); each None when the cache has no copy (the pack is then parsed as it is loaded, and the
+    copy kept for the next run)."""
+    base = cache_dir()
+    if base is None:
+        return [None] * len(texts)
+    key = digest(*(part.encode() for name, text in texts for part in (name, text)))
+    path = base / "packs" / f"{key}.json"
+    try:
+        cached = json.loads(path.read_bytes())
+        if isinstance(cached, list) and len(cached) == len(texts) and all(isinstance(d, dict) for d in cached):
+            return cached
+    except (OSError, ValueError):
+        pass  # not kept yet, or damaged: parse them again
+    try:
+        parsed = [tomllib.loads(text) for _, text in texts]
+    except tomllib.TOMLDecodeError:
+        return [None] * len(texts)  # load_pack_text names the broken pack
+    store(path, json.dumps(parsed).encode())
+    return list(parsed)
 
 
 def directory_packs(directory: str | Path) -> Iterator[Pack]:
