@@ -27,12 +27,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from hotspare.errors import HostError, InputError
+from hotspare.errors import InputError
 from hotspare.evidence.multi import Candidate, Engine, line_finder, re2_lines
-from hotspare.evidence.patterns import HostMeaning, Pattern, PatternSet, build_set, load_patterns
+from hotspare.evidence.naming import (
+    ANONYMOUS,
+    line_evidence,
+    make_record,
+    named_hosts,
+    prefix_host,
+    shown,
+    takes_prefix,
+)
+from hotspare.evidence.patterns import Pattern, PatternSet, build_set, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
-from hotspare.failures import FailureClass
-from hotspare.hosts import Host, expand_hosts
+from hotspare.hosts import Host
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
 MIN_WRAP_WIDTH = 20
@@ -53,8 +61,6 @@ MAX_WRAP_PIECES = 4
 BLOCK_BYTES = 1 << 20
 #: Longest segment matched in full; longer ones are matched on this head.
 MAX_LINE_BYTES = 64 << 10
-#: Characters of a line kept in an evidence record.
-TEXT_CHARS = 300
 #: Threads searching blocks of a file or stream while the calling thread reads and records (the searches
 #: spend their time in Hyperscan or RE2, which release the GIL): two where there are two cores or more (the
 #: calling thread waits on reads and on the searches much of the time: on 2 cores, 512 MB took 1.10 s with
@@ -232,18 +238,18 @@ class Scanner:
             group = self._host_group(index)
             plain = found is None and self._plain(index)
             if exact and group is None:
-                host, text = prefix_host(line, len(line)) if self._prefixed(index) else _ANONYMOUS
+                host, text = prefix_host(line, len(line)) if self._prefixed(index) else ANONYMOUS
                 if plain and self._records.bump((pattern.qualname, host.name if host is not None else text)):
                     continue
-                evidence = [_record(pattern, lineno, line, host, text)]
+                evidence = [make_record(pattern, lineno, line, host, text)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
                     continue
-                if plain and (self._records.bump((pattern.qualname, None)) if group is None else
-                              self._records.bump_all(pattern.qualname, _named(match, line, group, pattern.hostlist))):
+                if plain and (self._records.bump((pattern.qualname, None)) if group is None else self._records.bump_all(
+                        pattern.qualname, named_hosts(match, line, group, pattern.hostlist))):
                     continue
-                evidence = _evidence(pattern, match, line, lineno, group)
+                evidence = line_evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
 
     def _subset(self, ids: frozenset[int]) -> _Subset:
@@ -289,14 +295,14 @@ class Scanner:
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
                 continue
             matched.append((pattern.qualname, match.end()))
-            self._add(_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
+            self._add(line_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
         return matched
 
     def _prefixed(self, index: int) -> bool:
         """Whether event pattern ``index``'s lines that name no host take a pdsh-style prefix's (looked up once)."""
         taken = self._prefix_takers.get(index)
         if taken is None:
-            taken = self._prefix_takers[index] = _takes_prefix(self.patterns.event_patterns[index])
+            taken = self._prefix_takers[index] = takes_prefix(self.patterns.event_patterns[index])
         return taken
 
     def _host_group(self, index: int) -> int | None:
@@ -384,7 +390,7 @@ class Scanner:
         if step is None and not any(p.compiled.search(line) for p in self.patterns.progress_patterns):
             return  # the relaxed prefilter over-matched
         first_line = self._progress.first_line if self._progress else counter.at(first)
-        self._progress = Progress(first_line, counter.at(last[0]), _show(line), step)
+        self._progress = Progress(first_line, counter.at(last[0]), shown(line), step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,10 +510,6 @@ def _step(patterns: Iterable[Pattern], line: bytes) -> int | None:
     return None
 
 
-def _show(line: bytes) -> str:
-    return line[:TEXT_CHARS].decode("utf-8", "replace").strip()
-
-
 #: Most pattern subsets kept per scanner (a log flags a few dozen combinations; this bounds a pathological one).
 MAX_SUBSETS = 256
 
@@ -521,113 +523,6 @@ class _Subset:
 
     def match(self, line: bytes) -> list[int]:
         return [self._ids[i] for i in self._set.Match(line) or ()]
-
-
-def _evidence(pattern: Pattern, match: Any, line: bytes, lineno: int, group: int | None) -> list[Evidence]:
-    """What one match says: one record, or one per host of a captured hostlist. ``group`` is the number of
-    the pattern's host group. A line that says where a node-local failure started without naming a host takes
-    the host of its pdsh-style prefix, if any (:func:`_takes_prefix`, :func:`prefix_host`). (Records are made whole, not
-    copied with ``replace``: a dense log makes tens of thousands.)"""
-    named = _named(match, line, group, pattern.hostlist)
-    if named == [_ANONYMOUS] and _takes_prefix(pattern):
-        named = [prefix_host(line, match.start())]
-    return [_record(pattern, lineno, line, host, text) for host, text in named]
-
-
-_ANONYMOUS: tuple[Host | None, str | None] = (None, None)
-# Failures that happen on the node that prints them: a crash, an out-of-memory kill, a GPU fault. (A network
-# error is printed by the peer that saw it; a user error or a time limit has no origin node.)
-_LOCAL_CLASSES = frozenset({FailureClass.RANK_KILLED, FailureClass.OOM, FailureClass.GPU_HW})
-
-
-def _takes_prefix(pattern: Pattern) -> bool:
-    """Whether a line of ``pattern`` that names no host is about the node that printed it: it says where a
-    node-local failure started."""
-    return pattern.host_means is HostMeaning.ORIGIN and pattern.failure_class in _LOCAL_CLASSES
-
-
-# pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
-_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
-_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
-# Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
-_NOT_A_NODE = re.compile(
-    r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
-    r"|cuda|hip|xpu|cpu|core|numa|socket|dev|device|rank|proc|process|thread|task|step|epoch|iter|iteration|batch"
-    r"|layer|block|stage|local|default|job|line|test|tp|pp|dp|ep|part|shard|pid|tid|lo)\d+",
-    re.IGNORECASE,
-)
-
-
-def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
-    """The host of a pdsh-style ``host: `` prefix of ``line`` ending at or before offset ``before`` (where the
-    pattern matched), or ``(None, None)``. Taken only when it must be a node's name: an IPv4 address, or a name
-    with a digit that does not start with one (a date, a time, a rank number do) and is not a device, a rank
-    or a counter (``eth0``, ``rank3``, ``epoch2``); a name without a digit (``slurmstepd``, ``srun``, a Python
-    module) never is. (pure)"""
-    found = _PREFIX.match(line)
-    if found is None or found.end() > before:
-        return _ANONYMOUS
-    text = found.group(1).decode("latin-1")
-    if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
-                                      or _NOT_A_NODE.fullmatch(text)):
-        return _ANONYMOUS
-    (host,) = _hosts(text, False)
-    return _ANONYMOUS if host is None else (host, host.raw)
-
-
-def _named(match: Any, line: bytes, group: int | None, hostlist: bool) -> list[tuple[Host | None, str | None]]:
-    """The (host, host text) pairs a match names: none (one pair of None), or one per host of the group."""
-    at, end = match.span(group) if group is not None else (-1, -1)
-    if at < 0:  # no host group, or it took no part in the match
-        return [(None, None)]
-    if _IN_URL.search(line, max(0, at - 12), at) or _GLUED.match(line, end):
-        # an address in a link is not a node of the job; nor is a name glued to shell or URL syntax
-        return [(None, line[at : _token_end(line, end)].decode("latin-1"))]
-    host_text = line[at:end].decode("latin-1")
-    return [(host, host.raw if host else host_text) for host in _hosts(host_text, hostlist)]
-
-
-def _record(pattern: Pattern, lineno: int, line: bytes, host: Host | None, host_text: str | None) -> Evidence:
-    return Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, host, host_text, _show(line),
-                    host_means=pattern.host_means)
-
-
-# What may not follow a host name: a URL's scheme separator, shell syntax ("n1;reboot", "n1|sh"). Quotes may.
-_GLUED = re.compile(rb"://|[;|&$]")
-
-
-def _token_end(line: bytes, end: int) -> int:
-    space = _SPACE.search(line, end)
-    return space.start() if space else len(line)
-
-
-_SPACE = re.compile(rb"\s")
-
-
-# A web link's host part (a documentation or dashboard address quoted in a log line).
-_IN_URL = re.compile(rb"(?:https?|ftp)://$")
-# Text written where a host name would be, standing for one: documentation, redacted pastes, defaults.
-_PLACEHOLDER = re.compile(
-    r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
-    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+",
-    re.IGNORECASE,
-)
-_NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")  # noqa: S104 -- compared against, never bound
-_TRIM = " \t.,;:'\"()[]<>`*"
-
-
-@functools.lru_cache(maxsize=4096)  # a job's logs name its few hosts over and over; Host is never changed
-def _hosts(text: str, is_hostlist: bool) -> tuple[Host | None, ...]:
-    """Hosts named by a captured group; ``(None,)`` when the text is not a host or only stands for one
-    (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``, a bare number)."""
-    text = text.strip(_TRIM) if not is_hostlist else text.strip(" \t.,;:'\"()<>`*")
-    if (not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127.")
-            or text.isdigit()):  # a rank or task number ("3: " from srun -l), never a node's name
-        return (None,)
-    try:
-        return tuple(expand_hosts(text)) if is_hostlist else (Host(text),)
-    except HostError:
-        return (None,)
 
 
 def scan(

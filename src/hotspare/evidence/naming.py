@@ -1,0 +1,130 @@
+"""Which host a matched line names, and the record it makes: the pattern's host group read as host names
+(placeholders, loopback, links and shell syntax refused), a pdsh-style ``host: `` prefix where a line about a
+node-local failure names none, and the evidence record itself. Pure functions over one line: the scanner
+(:mod:`hotspare.evidence.scan`) calls them for each line a pattern matched."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from hotspare.errors import HostError
+from hotspare.evidence.patterns import HostMeaning, Pattern
+from hotspare.evidence.records import Evidence
+from hotspare.failures import FailureClass
+from hotspare.hosts import Host, expand_hosts
+
+#: Characters of a line kept in an evidence record.
+TEXT_CHARS = 300
+
+
+def shown(line: bytes) -> str:
+    return line[:TEXT_CHARS].decode("utf-8", "replace").strip()
+
+
+def line_evidence(pattern: Pattern, match: Any, line: bytes, lineno: int, group: int | None) -> list[Evidence]:
+    """What one match says: one record, or one per host of a captured hostlist. ``group`` is the number of
+    the pattern's host group. A line that says where a node-local failure started without naming a host takes
+    the host of its pdsh-style prefix, if any (:func:`takes_prefix`, :func:`prefix_host`). (Records are made whole, not
+    copied with ``replace``: a dense log makes tens of thousands.)"""
+    named = named_hosts(match, line, group, pattern.hostlist)
+    if named == [ANONYMOUS] and takes_prefix(pattern):
+        named = [prefix_host(line, match.start())]
+    return [make_record(pattern, lineno, line, host, text) for host, text in named]
+
+
+ANONYMOUS: tuple[Host | None, str | None] = (None, None)
+# Failures that happen on the node that prints them: a crash, an out-of-memory kill, a GPU fault. (A network
+# error is printed by the peer that saw it; a user error or a time limit has no origin node.)
+_LOCAL_CLASSES = frozenset({FailureClass.RANK_KILLED, FailureClass.OOM, FailureClass.GPU_HW})
+
+
+def takes_prefix(pattern: Pattern) -> bool:
+    """Whether a line of ``pattern`` that names no host is about the node that printed it: it says where a
+    node-local failure started."""
+    return pattern.host_means is HostMeaning.ORIGIN and pattern.failure_class in _LOCAL_CLASSES
+
+
+# pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
+_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+# Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
+_NOT_A_NODE = re.compile(
+    r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
+    r"|cuda|hip|xpu|cpu|core|numa|socket|dev|device|rank|proc|process|thread|task|step|epoch|iter|iteration|batch"
+    r"|layer|block|stage|local|default|job|line|test|tp|pp|dp|ep|part|shard|pid|tid|lo)\d+",
+    re.IGNORECASE,
+)
+
+
+def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
+    """The host of a pdsh-style ``host: `` prefix of ``line`` ending at or before offset ``before`` (where the
+    pattern matched), or ``(None, None)``. Taken only when it must be a node's name: an IPv4 address, or a name
+    with a digit that does not start with one (a date, a time, a rank number do) and is not a device, a rank
+    or a counter (``eth0``, ``rank3``, ``epoch2``); a name without a digit (``slurmstepd``, ``srun``, a Python
+    module) never is. (pure)"""
+    found = _PREFIX.match(line)
+    if found is None or found.end() > before:
+        return ANONYMOUS
+    text = found.group(1).decode("latin-1")
+    if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
+                                      or _NOT_A_NODE.fullmatch(text)):
+        return ANONYMOUS
+    (host,) = _hosts(text, False)
+    return ANONYMOUS if host is None else (host, host.raw)
+
+
+def named_hosts(match: Any, line: bytes, group: int | None, hostlist: bool) -> list[tuple[Host | None, str | None]]:
+    """The (host, host text) pairs a match names: none (one pair of None), or one per host of the group."""
+    at, end = match.span(group) if group is not None else (-1, -1)
+    if at < 0:  # no host group, or it took no part in the match
+        return [(None, None)]
+    if _IN_URL.search(line, max(0, at - 12), at) or _GLUED.match(line, end):
+        # an address in a link is not a node of the job; nor is a name glued to shell or URL syntax
+        return [(None, line[at : _token_end(line, end)].decode("latin-1"))]
+    host_text = line[at:end].decode("latin-1")
+    return [(host, host.raw if host else host_text) for host in _hosts(host_text, hostlist)]
+
+
+def make_record(pattern: Pattern, lineno: int, line: bytes, host: Host | None, host_text: str | None) -> Evidence:
+    return Evidence(lineno, pattern.qualname, pattern.role, pattern.failure_class, host, host_text, shown(line),
+                    host_means=pattern.host_means)
+
+
+# What may not follow a host name: a URL's scheme separator, shell syntax ("n1;reboot", "n1|sh"). Quotes may.
+_GLUED = re.compile(rb"://|[;|&$]")
+
+
+def _token_end(line: bytes, end: int) -> int:
+    space = _SPACE.search(line, end)
+    return space.start() if space else len(line)
+
+
+_SPACE = re.compile(rb"\s")
+
+
+# A web link's host part (a documentation or dashboard address quoted in a log line).
+_IN_URL = re.compile(rb"(?:https?|ftp)://$")
+# Text written where a host name would be, standing for one: documentation, redacted pastes, defaults.
+_PLACEHOLDER = re.compile(
+    r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
+    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+",
+    re.IGNORECASE,
+)
+_NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")  # noqa: S104 -- compared against, never bound
+_TRIM = " \t.,;:'\"()[]<>`*"
+
+
+@functools.lru_cache(maxsize=4096)  # a job's logs name its few hosts over and over; Host is never changed
+def _hosts(text: str, is_hostlist: bool) -> tuple[Host | None, ...]:
+    """Hosts named by a captured group; ``(None,)`` when the text is not a host or only stands for one
+    (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``, a bare number)."""
+    text = text.strip(_TRIM) if not is_hostlist else text.strip(" \t.,;:'\"()<>`*")
+    if (not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127.")
+            or text.isdigit()):  # a rank or task number ("3: " from srun -l), never a node's name
+        return (None,)
+    try:
+        return tuple(expand_hosts(text)) if is_hostlist else (Host(text),)
+    except HostError:
+        return (None,)
