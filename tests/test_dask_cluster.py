@@ -34,6 +34,7 @@ from hotspare import (
     judge_job,
     load_patterns,
 )
+from hotspare.act.life import NO_ROOM
 from hotspare.act.runner import Completed
 from hotspare.evidence.classify import Verdict
 from hotspare_dask import (
@@ -143,6 +144,26 @@ def test_pbs_script_is_pinned_to_a_good_host_once_one_is_quarantined(pbs: Failov
     assert normalise(submitted_script(pbs), tmp_path, address) == PBS_GOLDEN.format(pin="")
     pbs.quarantine.add(Host("n1"), QuarantineReason.SCHEDULER, detail="test")
     assert normalise(submitted_script(pbs), tmp_path, address) == PBS_GOLDEN.format(pin="host=n2:")
+
+
+def test_a_pbs_job_with_no_host_known_good_is_left_to_pbs_and_that_is_said_once(pbs: FailoverPBSCluster,
+                                                                                 tmp_path: Path,
+                                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """Every host the cluster knows is quarantined: the next job cannot be pinned and goes to PBS unplaced (PBS
+    cannot exclude a host), and the cluster says so once, on its log and in the ledger, naming the hosts and how
+    they come back; the next job does not say it again."""
+    address = pbs.scheduler.address
+    for host in ("n1", "n2"):
+        pbs.quarantine.add(Host(host), QuarantineReason.SCHEDULER, ttl_s=3600, detail="test")
+    with caplog.at_level("WARNING", logger="hotspare_dask.cluster"):
+        assert normalise(submitted_script(pbs), tmp_path, address) == PBS_GOLDEN.format(pin="")
+        submitted_script(pbs)
+    with pbs._db_lock:
+        said = [o.detail for o in pbs._ledger.observations() if o.kind == NO_ROOM]
+    assert len(said) == 1 and said[0].startswith("a new batch job of this cluster is left to PBS to place: no host "
+                                                 "known good to pin it to (quarantined: n1 (until ")
+    assert "hotspare quarantine RUN_DIR --readmit HOST" in said[0]
+    assert [r.getMessage() for r in caplog.records if "left to PBS" in r.getMessage()] == [f"hotspare: {said[0]}"]
 
 
 @pytest.mark.parametrize(("header", "expected"), [

@@ -34,6 +34,7 @@ from hotspare import (
     judge_job,
     load_patterns,
 )
+from hotspare.act.life import NO_ROOM
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import SchedulerQuery, parse_qstat_json, parse_scontrol_job
 from hotspare_parsl import (
@@ -489,6 +490,33 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
         FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf2", hosts="p1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="hosts= is for PBS"):
         FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])
+
+
+def test_a_pbs_block_with_no_host_known_good_is_left_to_pbs_and_that_is_said_once(tmp_path: Path) -> None:
+    """Every host given is quarantined: a PBS block cannot be pinned and is submitted unplaced, and the provider
+    says so once in the workflow's ledger, naming the hosts and how they come back."""
+    inner = PBSProProvider()
+    inner.script_dir = str(tmp_path / "scripts")
+    os.mkdir(inner.script_dir)
+    asked: list[str] = []
+
+    def qsub(cmd: str, timeout: int = 10) -> tuple[int, str, str]:
+        asked.append(cmd)
+        return 0, f"{len(asked)}.s\n", ""
+
+    inner.execute_wait = qsub  # type: ignore[method-assign]
+    provider = FailoverProvider(inner, run_dir=tmp_path / "wf", hosts=["p1", "p2"])
+    try:
+        for host in ("p1", "p2"):
+            provider.quarantine.add(Host(host), QuarantineReason.SCHEDULER, ttl_s=3600, detail="test")
+        provider.submit("sleep 1", 1, job_name="b0")
+        provider.submit("sleep 1", 1, job_name="b1")
+        said = [o.detail for o in provider._ledger.observations() if o.kind == NO_ROOM]
+    finally:
+        provider.close()
+    assert len(asked) == 2 and not any("host=" in Path(c.split()[-1]).read_text() for c in asked)
+    assert len(said) == 1 and said[0].startswith("block b0 is left to PBS to place: no host known good to pin it "
+                                                 "to (quarantined: p1 (until ")
 
 
 @pytest.mark.parametrize(("inner", "spares", "tolerant"), [

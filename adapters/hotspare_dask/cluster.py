@@ -411,8 +411,19 @@ class FailoverPBSCluster(_Failover, PBSCluster):
             bad = self.quarantine.hosts()
         if not bad:
             return Placement()
-        learned = tuple(h for h in self._hosts_seen.values() if h not in self.pin_candidates)
-        return Placement(pin=choose_pin(self.pin_candidates + learned, bad, self._busy_hosts()))
+        return Placement(pin=choose_pin(self._known_hosts(), bad, self._busy_hosts()))
+
+    def fresh_spec(self) -> dict[str, Any]:
+        """A new job's spec (see :class:`FailoverSLURMCluster`); a job with no host known good to pin it to is
+        left to PBS, which is said once (:meth:`hotspare.QuarantineLife.unpinned`)."""
+        spec = super().fresh_spec()
+        if spec["options"]["placement"].pin is None:
+            self._life.unpinned("a new batch job of this cluster", self._known_hosts(), self._busy_hosts())
+        return spec
+
+    def _known_hosts(self) -> tuple[Host, ...]:
+        """The hosts a job may be pinned to: ``hosts=`` and those earlier workers reported."""
+        return self.pin_candidates + tuple(h for h in self._hosts_seen.values() if h not in self.pin_candidates)
 
     def _busy_hosts(self) -> set[Host]:
         live = {str(getattr(j, "job_id", None)) for j in self.workers.values()}

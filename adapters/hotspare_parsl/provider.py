@@ -277,6 +277,8 @@ class FailoverProvider(ExecutionProvider):
                 good = self._known_good(inner.nodes_per_block)
                 if good:
                     inner.template_string = pin_pbs_select(saved["template_string"], good)
+                else:
+                    self._life.unpinned(f"block {job_name}", *self._pin_pool())
             own_execute = vars(inner).get("execute_wait")
             if self._kind == "pbs":
                 execute = inner.execute_wait
@@ -336,16 +338,17 @@ class FailoverProvider(ExecutionProvider):
         live block's hosts would queue behind it (seen on the bed: pinned to the running replacement's two
         nodes, "Not Running: Insufficient amount of resource: ncpus")."""
         bad = self.quarantine.hosts()
+        known, busy = self._pin_pool()
+        good = list(dict.fromkeys(h.raw for h in known if h not in bad and h not in busy))
+        return good[:count] if len(good) >= count else []
+
+    def _pin_pool(self) -> tuple[list[Host], set[Host]]:
+        """The hosts a PBS block may be pinned to (``hosts=``, then those earlier blocks ran on, newest first),
+        and those held by a live block."""
         with self._lock:
             blocks = list(self._blocks.values())
         busy = {h for b in blocks if b.judgement is None for h in b.hosts}
-        seen: dict[Host, None] = {}
-        learned = [h for block in reversed(blocks) for h in block.hosts]
-        for host in (*self.pin_candidates, *learned):
-            if host not in bad and host not in busy:
-                seen.setdefault(host, None)
-        good = [h.raw for h in seen]
-        return good[:count] if len(good) >= count else []
+        return [*self.pin_candidates, *(h for block in reversed(blocks) for h in block.hosts)], busy
 
     # -- status: read, decide, then act in one step ------------------------------------------
     def status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:

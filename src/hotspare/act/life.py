@@ -17,9 +17,10 @@ On PBS the look is the same with PBS's words. A node is back in service when ``p
 after one of these looks saw it out of service (down, ``state-unknown``, offline) since it was quarantined: PBS
 gives no MOM start time, and a node that went from ``job-busy`` to ``free`` was never out. The probe is a job
 pinned to the node (:mod:`hotspare.act.pbs_probe`), because PBS has no "start now or fail": a probe job that
-waited in a busy queue fails, and the node stays out until its next try. "No room" is not looked for on PBS:
-the adapters pin PBS jobs to hosts known good, and a job PBS holds back is waiting for one of those, not kept
-off the free nodes by the quarantine.
+waited in a busy queue fails, and the node stays out until its next try. PBS's "no room" is of another
+kind: the adapters pin PBS jobs to hosts known good, so a job PBS holds back waits for one of those, not for
+the quarantine; but a job with no host known good to pin it to is left to PBS to place, perhaps on a quarantined
+node, and :meth:`QuarantineLife.unpinned` says that once.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hotspare.decide.life import (
     back_in_service,
     no_room,
     parse_slurm_time_s,
+    until_text,
     utc_clock,
     was_down,
 )
@@ -244,6 +246,29 @@ class QuarantineLife:
             with self._guard:
                 self.ledger.observe(0, self._wall(), NO_ROOM, None, line)
             self._warn(f"hotspare: {line}")
+
+    def unpinned(self, what: str, known: Collection[Host], busy: Collection[Host]) -> str | None:
+        """PBS's "no room": ``what`` (a job or block about to be submitted) cannot be pinned, because every host
+        the adapter knows (``known``) is quarantined or held by its other jobs (``busy``), and PBS, which cannot
+        exclude a host, will place it, perhaps on a quarantined node. Said once per set of quarantined hosts, on
+        the adapter's log and in the ledger (a ``no-room`` observation); the line, or None when already said or
+        when no known host is quarantined (then the others are only busy: a full machine)."""
+        with self._guard:
+            entries = {e.host: e for e in self.quarantine.entries()}
+        kept = sorted((h for h in known if h in entries), key=lambda h: h.name)
+        if not kept or frozenset(kept) in self._said:
+            return None
+        self._said.add(frozenset(kept))
+        held = sorted((h for h in busy if h not in entries), key=lambda h: h.name)
+        quarantined = ", ".join(f"{h.raw} ({until_text(entries[h])})" for h in kept)
+        others = f"; the rest run its other jobs: {', '.join(h.raw for h in held)}" if held else ""
+        line = (f"{what} is left to PBS to place: no host known good to pin it to (quarantined: {quarantined}"
+                f"{others}); PBS cannot exclude a host and may place it on a quarantined one; name more hosts the "
+                "workflow may use (hosts=), or readmit one (hotspare quarantine RUN_DIR --readmit HOST)")
+        with self._guard:
+            self.ledger.observe(0, self._wall(), NO_ROOM, None, line)
+        self._warn(f"hotspare: {line}")
+        return line
 
     def _ask(self, argv: list[str]) -> str | None:
         """The command's stdout, or None (the failure handed to the query's ``on_failure``)."""

@@ -150,13 +150,14 @@ class NoRoom:
 
     def message(self) -> str:
         """One line: which job waits, which quarantined hosts it would run on, and how they come back."""
-        kept = ", ".join(f"{e.host.raw} ({_until(e)})" for e in self.entries)
+        kept = ", ".join(f"{e.host.raw} ({until_text(e)})" for e in self.entries)
         return (f"batch job {self.job_id} waits ({self.reason}): every free node is quarantined: {kept}; a host comes "
                 "back at its expiry after a passing probe, or sooner once the scheduler shows it restarted and a "
                 "probe passes; quarantine_ttl_s sets the expiry, and a new run_dir starts with no quarantine")
 
 
-def _until(entry: Entry) -> str:
+def until_text(entry: Entry) -> str:
+    """How long an entry keeps its host out, in words (pure)."""
     return "until readmitted by hand" if entry.expires_s is None else f"until {utc_clock(entry.expires_s)}"
 
 
