@@ -176,6 +176,16 @@ def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternS
     assert v.exclude_hosts == ()
 
 
+def test_a_crash_handlers_mpi_abort_is_the_crash(patterns: PatternSet) -> None:
+    """Runtimes that trap a crash signal end the job with MPI_Abort (Charm++, PETSc): the crash came first and
+    decides; the same MPI_Abort with no crash before it is the program's own stop."""
+    crash = "[0]PETSC ERROR: Caught signal number 11 SEGV: Segmentation Violation, probably memory access out of range\n"
+    abort = "application called MPI_Abort(MPI_COMM_WORLD, 59) - process 0\n"
+    v = verdict(crash + abort, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and v.crash and not v.node_fault
+    assert verdict(abort, patterns).failure_class is FailureClass.USER_ERROR
+
+
 def test_node_fault_blames_and_excludes(patterns: PatternSet) -> None:
     """A node the launcher says failed is both the origin and the host to keep out."""
     v = verdict("srun: error: Node failure on n3\nsrun: error: n1: task 0: Terminated\n", patterns, rc=1,

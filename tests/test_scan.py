@@ -425,6 +425,13 @@ def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | 
     assert {e.host.raw if e.host else None for e in result.evidence if e.pattern == "nvidia.cuda_hardware_error"} == {host}
 
 
+def test_a_shell_scripts_name_is_no_pdsh_prefix() -> None:
+    """bash names the script before ``line N:`` when a command it ran dies ("A_tmd_1.sh: line 9: 21923 Aborted"):
+    the script, not a node."""
+    result = scan(b"node07.sh: line 9: 21923 Aborted                 (core dumped) ./solver\n", PATTERNS)
+    assert [e.host for e in result.evidence if e.pattern == "kernel.shell_crash"] == [None]
+
+
 def test_a_pdsh_prefix_never_makes_a_teardown_or_a_reporter_the_origin() -> None:
     """Only lines that say where a failure started take the prefix: the teardown's victim and the node that
     reports a lost peer are not blamed."""

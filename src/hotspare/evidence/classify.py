@@ -356,6 +356,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev):
             continue  # an exception a library caught and logged as a warning: the run went on
+        if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
+            continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
@@ -401,6 +403,14 @@ _ABORT = re.compile(r"signal 6\b|SIGABRT|\bAbort(?:ed)?\b|\b134\b|exitcode: -6\b
 
 def _logged_warning(ev: Evidence) -> bool:
     return _WARNING_LEVEL.search(ev.text) is not None
+
+
+def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether a rank died of its own crash signal before the program's error line ``ev`` (and before any
+    teardown): runtimes that trap SIGSEGV and friends (Charm++, PETSc) end the job with MPI_Abort, which reads
+    as the program's own stop but is the crash's consequence. Signal deaths are read by what comes first."""
+    teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    return any(_is_crash(e) and e.line < ev.line and (teardown is None or e.line < teardown) for e in evidence)
 
 
 # Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full

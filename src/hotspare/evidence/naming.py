@@ -49,6 +49,8 @@ def takes_prefix(pattern: Pattern) -> bool:
 # pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
 _PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
 _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+# What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ...").
+_SHELL_LINE = re.compile(rb"line [0-9]+: ")
 # Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
 _NOT_A_NODE = re.compile(
     r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
@@ -65,8 +67,8 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
     or a counter (``eth0``, ``rank3``, ``epoch2``); a name without a digit (``slurmstepd``, ``srun``, a Python
     module) never is. (pure)"""
     found = _PREFIX.match(line)
-    if found is None or found.end() > before:
-        return ANONYMOUS
+    if found is None or found.end() > before or _SHELL_LINE.match(line, found.end()):
+        return ANONYMOUS  # (bash names the script, not a node: "run.sh: line 9: 21923 Aborted")
     text = found.group(1).decode("latin-1")
     if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
                                       or _NOT_A_NODE.fullmatch(text)):
