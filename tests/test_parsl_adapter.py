@@ -48,9 +48,9 @@ from hotspare_parsl import (
     retry_handler,
 )
 from hotspare_parsl.block import exports, split_block
+from hotspare_parsl.judging import Block
 from hotspare_parsl.layout import read_record
 from hotspare_parsl.pbs import finished_as_completed, merge_qstat_json, qsub_with_output, split_qstat_json
-from hotspare_parsl.provider import _Block
 
 DATA = Path(__file__).parent / "data"
 
@@ -481,7 +481,7 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
     provider = FailoverProvider(PBSProProvider(), run_dir=tmp_path / "wf", hosts=["p1", "p2", "p3", "p4"])
     try:
         provider.quarantine.add(Host("p1"), QuarantineReason.SCHEDULER, detail="test")
-        provider._blocks["7.s"] = _Block("7.s", "b", hosts=(Host("p3"),))  # live: not judged
+        provider._blocks["7.s"] = Block("7.s", "b", hosts=(Host("p3"),))  # live: not judged
         assert provider._known_good(2) == ["p2", "p4"]
         assert provider._known_good(3) == []
     finally:

@@ -42,7 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,6 @@ from hotspare import (
     SNAPSHOT_NAME,
     Host,
     HotspareError,
-    JobEnd,
-    JobJudgement,
     Ledger,
     NodeFinding,
     PatternSet,
@@ -68,25 +66,17 @@ from hotspare import (
     SchedulerKind,
     SchedulerQuery,
     WorkflowRecord,
-    changed_snapshots,
-    confirm_by_probe,
     judge_host_lost,
-    judge_job,
-    lead_left,
     load_patterns,
-    read_outputs,
     unhealthy,
 )
+from hotspare_parsl.judging import Block, BlockJudging, Step
 from hotspare_parsl.layout import block_prologue, read_record
 from hotspare_parsl.pbs import (
-    PBS_KNOWS_FINISHED,
     PBS_NO_RERUN,
     PBS_TOLERATE,
-    finished_as_completed,
-    merge_qstat_json,
     pin_pbs_select,
     qsub_with_output,
-    split_qstat_json,
 )
 from hotspare_parsl.silence import NodeEvidence
 
@@ -106,27 +96,7 @@ def _kind(inner: ExecutionProvider) -> SchedulerKind | None:
     return None
 
 
-@dataclass
-class _Block:
-    job_id: str
-    job_name: str
-    stdout: str | None = None
-    stderr: str | None = None
-    hosts: tuple[Host, ...] = ()
-    judgement: JobJudgement | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """What one status poll decided for one block; carried out by :meth:`FailoverProvider._act`."""
-
-    block: _Block
-    hosts: tuple[Host, ...] = ()
-    judgement: JobJudgement | None = None
-    cancel: bool = False
-
-
-class FailoverProvider(ExecutionProvider):
+class FailoverProvider(BlockJudging, ExecutionProvider):
     """Wraps ``inner`` (SlurmProvider, PBSProProvider, TorqueProvider, LocalProvider, ...); see the module."""
 
     def __init__(
@@ -167,7 +137,7 @@ class FailoverProvider(ExecutionProvider):
         #: The ledger's one connection is shared by the status poll, the retry handler and the block watch.
         self._db_lock = threading.RLock()
         self._submits: deque[float] = deque()
-        self._blocks: dict[str, _Block] = {}
+        self._blocks: dict[str, Block] = {}
         self._patterns: PatternSet = load_patterns()
         #: The workflow's ledger: blocks, retries and the quarantine, written by this process only.
         self._ledger = Ledger.open(self.run_dir)
@@ -236,7 +206,7 @@ class FailoverProvider(ExecutionProvider):
                                     outputs=outputs)
         record = self.inner.resources.get(job_id, {}) if isinstance(self.inner.resources, dict) else {}
         stdout, stderr = outputs if outputs else (None, None)
-        block = _Block(str(job_id), name, record.get("job_stdout_path") or stdout,
+        block = Block(str(job_id), name, record.get("job_stdout_path") or stdout,
                        record.get("job_stderr_path") or stderr, hosts=(simulated,) if simulated is not None else ())
         with self._lock:
             self._blocks[str(job_id)] = block
@@ -361,138 +331,6 @@ class FailoverProvider(ExecutionProvider):
                                    if a.state == JobState.PENDING])
         return [self._report(self._blocks.get(str(j)), a) for j, a in zip(job_ids, answers, strict=True)]
 
-    def _inner_status(self, job_ids: Sequence[object]) -> Sequence[JobStatus]:
-        """``inner.status``; for PBS, its ``qstat -F json`` of several jobs run one job at a time
-        (:func:`split_qstat_json`)."""
-        if self._kind != "pbs":
-            return self.inner.status(job_ids)
-        inner: Any = self.inner
-        own_execute = vars(inner).get("execute_wait")
-        execute = inner.execute_wait
-
-        def qstat(cmd: str, *args: Any, **kwargs: Any) -> Any:
-            each = split_qstat_json(cmd)
-            if each is None:
-                answer = execute(cmd, *args, **kwargs)
-            else:
-                answer = merge_qstat_json([execute(one, *args, **kwargs) for one in each])
-            return answer if PBS_KNOWS_FINISHED else finished_as_completed(answer)
-
-        inner.execute_wait = qstat  # this poll only: the instance attribute is removed below
-        try:
-            answers: Sequence[JobStatus] = inner.status(job_ids)
-            return answers
-        finally:
-            vars(inner).pop("execute_wait", None)
-            if own_execute is not None:
-                inner.execute_wait = own_execute
-
-    def _look(self, block: _Block | None, answer: JobStatus) -> _Step | None:
-        """What to do about one block (reads the scheduler and the block's files; changes nothing)."""
-        if block is None or block.judgement is not None:
-            return None
-        hosts = block.hosts or (self._hosts_of(block) if answer.state == JobState.RUNNING or answer.terminal else ())
-        if answer.state == JobState.RUNNING and self._kind == "slurm" and hosts:
-            facts = self._query.job_facts(block.job_id)
-            why = lead_left(hosts, facts)
-            if why is not None:
-                judged = judge_host_lost(block.job_id, hosts[:1], f"{why}; the block is cancelled",
-                                         state=facts.state if facts else "RUNNING")
-                return _Step(block, hosts, judged, cancel=True)
-        if answer.terminal:
-            return _Step(block, hosts, self._judge(block, hosts, answer))
-        return _Step(block, hosts) if hosts != block.hosts else None
-
-    def _judge(self, block: _Block, hosts: tuple[Host, ...], answer: JobStatus) -> JobJudgement:
-        if self.simulated_hosts and answer.state == JobState.CANCELLED and block.job_id not in self._cancelled:
-            return judge_host_lost(block.job_id, block.hosts, "(a simulated host) powered off: the block's process "
-                                   "group was killed from outside", state=answer.state.name)
-        facts = self._query.job_facts(block.job_id) if self._query.kind else None
-        if facts is None and self._query.kind:
-            log.warning("hotspare: block %s ended but %s has no record of it: judged from its output alone",
-                        block.job_id, self._query.kind)
-        hosts = hosts or (facts.hosts if facts else ())
-        states = self._query.node_states(hosts) if hosts and self._query.kind else {}
-        output, unread = read_outputs([block.stdout or answer.stdout_path, block.stderr or answer.stderr_path])
-        for problem in unread:
-            log.warning("hotspare: block %s: cannot read %s; judged without it", block.job_id, problem)
-        end = JobEnd(block.job_id, hosts, facts, states, output, answer.exit_code, unread)
-        return self._confirm(judge_job(end, self._patterns, state=answer.state.name), hosts)
-
-    def _confirm(self, judged: JobJudgement, hosts: tuple[Host, ...]) -> JobJudgement:
-        """Hosts the block's output named only as suspects are probed (SLURM), beside a control host: kept out
-        only if they fail it. Elsewhere no probe can be run from here, so a suspect is never kept out."""
-        if self._kind != "slurm":
-            return judged
-        judged, notes = confirm_by_probe(judged, hosts, self.run_dir / "probes", timeout_s=self.probe_timeout_s)
-        for note in notes:
-            log.warning("hotspare: block %s: %s", judged.job_id, note)
-        return judged
-
-    def _hosts_of(self, block: _Block) -> tuple[Host, ...]:
-        """The block's hosts, lead (batch) node first: from the record its hook wrote when it started, else from
-        the scheduler (which drops nodes a ``--no-kill`` job lost, so it is the second choice)."""
-        hosts = read_record(self.run_dir, block.job_name)
-        if not hosts and self._query.kind:
-            facts = self._query.job_facts(block.job_id)
-            hosts = facts.hosts if facts is not None else ()
-        return hosts
-
-    def _act(self, steps: Sequence[_Step]) -> None:
-        """Carry out what the poll decided: cancel dead blocks, quarantine with evidence, record; then take in
-        what the task supervisors found."""
-        for step in steps:
-            if step.hosts and step.hosts != step.block.hosts:
-                step.block.hosts = step.hosts
-                self.record.hosts_learned(step.block.job_id, step.hosts)
-            if step.cancel:
-                self._cancelled.add(step.block.job_id)
-                self.inner.cancel([step.block.job_id])
-            if step.judgement is not None:
-                self._conclude(step.block, step.judgement)
-        self._record_query_failures()
-        self.fold_findings()
-
-    def _record_query_failures(self) -> None:
-        """A scheduler that cannot be asked (a wrong SLURM_CONF, qstat missing) is recorded each time and said
-        once: blocks would otherwise be judged from their output alone without anyone knowing why."""
-        failures, self._query_failures[:] = list(self._query_failures), []
-        for failure in failures:
-            self._ledger.observe(0, time.time(), "scheduler-error", None, str(failure))
-        if failures and not self._warned:
-            self._warned = True
-            message = (f"hotspare: warning: cannot ask the scheduler ({failures[0]}); blocks are judged from their "
-                       f"output alone until it answers")
-            log.warning(message)
-            print(message, file=sys.stderr, flush=True)
-
-    def _conclude(self, block: _Block, judgement: JobJudgement) -> None:
-        block.judgement = judgement
-        for host, reason in judgement.keep_out:
-            self.quarantine.add(host, reason, ttl_s=self.quarantine_ttl_s,
-                                detail=f"block {block.job_id}: {judgement.verdict.reason}")
-        self.record.ended(judgement, time.time())
-
-    def _report(self, block: _Block | None, answer: JobStatus) -> JobStatus:
-        """A fresh status (HTEX rewrites them in place): FAILED with the reason for a block lost to a node."""
-        judged = block.judgement if block is not None else None
-        if judged is not None and (judged.node_lost or judged.hook_failed):
-            code = judged.exit_code if judged.exit_code is not None else answer.exit_code
-            return JobStatus(JobState.FAILED, f"hotspare: {judged.verdict.reason}", code, answer.stdout_path,
-                             answer.stderr_path)
-        return JobStatus(answer.state, answer.message, answer.exit_code, answer.stdout_path, answer.stderr_path)
-
-    def fold_findings(self) -> None:
-        """Take into the workflow's quarantine what each task supervisor published in its run directory."""
-        changed = changed_snapshots(self.run_dir / "tasks", self._findings)
-        if not changed:
-            return
-        added, problems = self.quarantine.fold(changed)
-        for entry in added:
-            log.warning("hotspare: %s quarantined by a task (%s): %s", entry.host.name, entry.reason, entry.detail)
-        for problem in problems:
-            log.warning("hotspare: a task's findings could not be read: %s", problem)
-
     # -- what the retry handler and the block error handler ask --------------------------------
     def record_retry(self, row: RetryRow) -> None:
         """Write down one failed try (see :class:`hotspare.RetryRow`)."""
@@ -516,7 +354,7 @@ class FailoverProvider(ExecutionProvider):
         if not block.hosts:
             hosts = self._hosts_of(block)
             if hosts:
-                self._act([_Step(block, hosts)])
+                self._act([Step(block, hosts)])
         return block.hosts
 
     def unhealthy(self, hosts: Sequence[Host]) -> tuple[Host, ...]:
@@ -556,7 +394,7 @@ class FailoverProvider(ExecutionProvider):
                 hosts = read_record(self.run_dir, block.job_name)
                 if hosts:
                     with self._db_lock:
-                        self._act([_Step(block, hosts)])
+                        self._act([Step(block, hosts)])
             if block is not None and block.hosts:
                 found[job_id] = block.hosts[0]
         return found
@@ -591,7 +429,7 @@ class FailoverProvider(ExecutionProvider):
         judged = judge_host_lost(job_id, (finding.host,), finding.why, state=state, reason=finding.reason)
         log.warning("hotspare: block job %s lost: %s %s", job_id, finding.host.name, finding.why)
         with self._db_lock:
-            self._act([_Step(block, block.hosts or (finding.host,), judged, cancel=True)])
+            self._act([Step(block, block.hosts or (finding.host,), judged, cancel=True)])
 
     # -- cancel ------------------------------------------------------------------------------
     def cancel(self, job_ids: Sequence[object]) -> Sequence[bool]:
