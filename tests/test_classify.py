@@ -531,6 +531,13 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     # a -9 is the run's summary: the OOM line says why
     ("worker process terminated with return code -9\n[  123.4] Out of memory: Killed process 4242 (python)\n",
      FailureClass.OOM, []),
+    # a program's own fatal error, then the abort it stops with: the program's, nobody blamed ...
+    ("[0] --> FOAM FATAL IO ERROR: \n[0] keyword nCellsInCoarsestLevel is undefined\n"
+     "[node3:21638] *** Process received signal ***\n[node3:21638] Signal: Aborted (6)\n",
+     FailureClass.USER_ERROR, []),
+    # ... but a crash before a fatal error is the crash (a crash handler's message)
+    ("node07: worker process terminated with return code -11\nFATAL ERROR: Charm++ caught a fatal signal\n",
+     FailureClass.RANK_KILLED, ["node07"]),
     # a list of possible causes is no statement of one
     ("Task failed because the node it was running on is dead or unavailable. This can happen if the node was "
      "preempted, had a hardware failure, or its raylet crashed unexpectedly.\n", None, []),

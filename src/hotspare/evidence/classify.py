@@ -159,6 +159,8 @@ class _Decision:
     from_status: bool = False
     #: The class is a rank's own crash (see :attr:`Verdict.crash`).
     crash: bool = False
+    #: The line of the summary line that decided (``from_status`` from a line), if any.
+    line: int | None = None
 
 
 def classify(
@@ -373,23 +375,24 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
             return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
+        summary = ev.pattern in _STATUS_ONLY
         return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}",
-                         from_status=ev.pattern in _STATUS_ONLY)
+                         from_status=summary, line=ev.line if summary else None)
     return None
 
 
 # Lines that sum a run up rather than say why it ended: an exit status alone (127: not found, 126: not executable,
-# 137 or -9: SIGKILL), and a connection exception, which is as often a peer's view of a rank that died first as a
-# network fault. Any other line that decides comes first, and a crash line decides before a SIGKILL or a connection
+# 137 or -9: SIGKILL), a connection exception, which is as often a peer's view of a rank that died first as a
+# network fault, and a program's bare "FATAL ERROR:", which says it stopped itself but not always why. Any other line that decides comes first, and a crash line decides before a SIGKILL or a connection
 # exception (see _signal_death); alone, they decide. A line that says the job died (a failed launch on a named node)
 # is not explained away by a 127 after it, as the launcher that failed to start the program reports it.
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
-    "generic.connection_exception", "generic.grpc_unavailable",
+    "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
 })
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
-#: connections.
-_CRASH_EXPLAINS = frozenset({FailureClass.RANK_KILLED, FailureClass.NETWORK})
+#: connections, the fatal error a crash handler prints.
+_CRASH_EXPLAINS = frozenset({FailureClass.RANK_KILLED, FailureClass.NETWORK, FailureClass.USER_ERROR})
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -461,6 +464,10 @@ def _signal_death(
         return decision
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
+    if decision.failure_class is FailureClass.USER_ERROR and decision.line is not None:
+        # A program's own fatal error explains the abort that follows it (its way to stop); a crash before it
+        # explains the error (a crash handler's message).
+        crashes = [e for e in crashes if e.line < decision.line]
     if not crashes:
         return decision
     first = crashes[0]
