@@ -538,6 +538,10 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     # ... but a crash before a fatal error is the crash (a crash handler's message)
     ("node07: worker process terminated with return code -11\nFATAL ERROR: Charm++ caught a fatal signal\n",
      FailureClass.RANK_KILLED, ["node07"]),
+    # a scheduler's job state quoted by any tool
+    ("submitit: job 4242 finished in state NODE_FAIL\n", FailureClass.NODE_LOSS, []),
+    ("Job 4242 finished in state OUT_OF_MEMORY\n", FailureClass.OOM, []),
+    ("snakemake: job state: TIMEOUT\n", FailureClass.WALLTIME, []),
     # a list of possible causes is no statement of one
     ("Task failed because the node it was running on is dead or unavailable. This can happen if the node was "
      "preempted, had a hardware failure, or its raylet crashed unexpectedly.\n", None, []),
