@@ -390,6 +390,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
+    "generic.connection_words", "generic.out_of_memory_words",
 })
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints.
