@@ -242,3 +242,23 @@ def test_the_shipped_packs_parsed_once_are_read_from_the_cache_and_a_damaged_cop
     assert json.loads(kept.read_text())[0]["pack"]["name"]
     monkeypatch.setenv(CACHE_VAR, "")
     assert [p.regex for p in load_patterns(environ={}).patterns] == first
+
+
+def test_every_shipped_regex_is_also_valid_for_ripgrep(tmp_path: Path) -> None:
+    """benchmarks/scan_vs_grep.py times ripgrep over the same regexes (named groups made non-capturing), and Rust's
+    regex syntax is stricter than RE2's in places (an escaped quote, \\" , is an error there): every shipped pattern
+    must parse for it, or the benchmark cannot run. ``./run test`` installs ripgrep."""
+    import re  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    rg = shutil.which("rg")
+    assert rg is not None, "ripgrep (rg) is not installed: ./run test installs it (apt-get install ripgrep)"
+    bad = []
+    for pattern in load_patterns(environ={}).patterns:
+        rust = re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", pattern.regex)
+        done = subprocess.run([rg, "-c", "-e", rust, "--", str(tmp_path)], capture_output=True, text=True,
+                              timeout=30, check=False)
+        if done.returncode == 2:
+            bad.append(f"{pattern.qualname}: {done.stderr.strip().splitlines()[-1]}")
+    assert bad == []
