@@ -59,9 +59,10 @@ from hotspare.evidence.patterns.literals import required_literals
 from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
 
-#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks.
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most one
+#: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post).
 LINE_PREFIX = (
-    r"[ \t]*(?:(?:"
+    r"[ \t]*`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP])?"                               # ISO / Kubernetes CRI timestamps
     r"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}"      # syslog
