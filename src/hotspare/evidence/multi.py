@@ -64,8 +64,11 @@ Engine = Literal["auto", "hyperscan", "re2"]
 #: Compiled databases are kept between runs in the cache (:mod:`hotspare.evidence.cache`; Hyperscan's
 #: compiler takes milliseconds a pattern and megabytes of memory): this variable names it, "" keeps none.
 CACHE_VAR = cache.CACHE_VAR
-#: Most patterns flagged in one block before the RE2 prefilter takes that block instead.
-MAX_FLAGGED = 32
+#: Most patterns flagged in one block before the RE2 prefilter takes that block instead. The RE2 prefilter's
+#: cost grows with the rule set (its DFA covers every pattern): at ~480 patterns a dense tail's blocks (a
+#: traceback and a teardown line per rank flag ~35 patterns) took 1.2 s and 89 MB that way, against 0.64 s and
+#: 45 MB with one pass per flagged pattern (32 was the limit at ~260 patterns).
+MAX_FLAGGED = 64
 
 #: (start, end) of a line in a block and the patterns that flagged it; None: check it against every pattern
 #: (an OSC line, a line several prefilters flagged, or any line the RE2 engine found).
