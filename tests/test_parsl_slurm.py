@@ -225,7 +225,13 @@ def test_user_error_costs_an_ordinary_retry(slurm_bed, tmp_path: Path, monkeypat
     assert failure.value.exitcode == EXIT_NO_RETRY
     assert tries == 2
     tasks = list((run_dir / "tasks").iterdir())
-    assert len(tasks) == 2 and all(len(list(t.glob("attempt-*.log"))) == 1 for t in tasks)
+    assert len(tasks) == 2
+    for task in tasks:
+        # Stopped at the first attempt whose output shows the error; srun can lose a terminated step's last lines
+        # (seen once under load: only "Traceback ..." reached it), and that attempt, naming nothing, is retried
+        # in place once (issue 20: at most one retry in place).
+        logs = sorted(task.glob("attempt-*.log"))
+        assert 1 <= len(logs) <= 2 and "ModuleNotFoundError" in logs[-1].read_text(), logs
     assert Quarantine.open(run_dir / "ledger.sqlite").entries() == []
 
 
