@@ -262,3 +262,29 @@ def test_every_shipped_regex_is_also_valid_for_ripgrep(tmp_path: Path) -> None:
         if done.returncode == 2:
             bad.append(f"{pattern.qualname}: {done.stderr.strip().splitlines()[-1]}")
     assert bad == []
+
+
+def test_an_optional_leading_host_group_still_captures_behind_the_line_prefix() -> None:
+    """A ``^``-anchored pattern that opens with an optional ``[host:pid] `` group: the line-prefix allowance (which
+    also takes ``[...]`` tags) must leave that text to the pattern, so its host is captured, and still skip a prefix
+    before it. (With a greedy allowance the tag was swallowed and the host lost: round heldout12 found it.)"""
+    pack = load_pack_text(textwrap.dedent(r"""
+        [pack]
+        name = "t"
+        doc = "t"
+        [[pattern]]
+        name = "p"
+        regex = '^(?:\[(?P<host>[a-z0-9]+):[0-9]+\] )?\*\*\* An error occurred in MPI_Send'
+        class = "network"
+        role = "root"
+        host = "host"
+        host_means = "suspect"
+        doc = "t"
+        examples = [{ line = "[node3:1234] *** An error occurred in MPI_Send", host = "node3" }]
+        """), "t")
+    (pattern,) = pack.patterns
+    for line in (b"[node3:1234] *** An error occurred in MPI_Send", b"[rank1]: [node3:1234] *** An error occurred in MPI_Send"):
+        match = pattern.compiled.search(line)
+        assert match is not None and match.groupdict()[b"host"] == b"node3", line
+    match = pattern.compiled.search(b"*** An error occurred in MPI_Send")
+    assert match is not None and match.groupdict()[b"host"] is None

@@ -60,7 +60,9 @@ from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
 
 #: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most one
-#: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post).
+#: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post). Taken lazily (as
+#: few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own gets that text
+#: and captures its host, where a greedy allowance would swallow it as a ``[...]`` tag.
 LINE_PREFIX = (
     r"[ \t]*`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
@@ -70,7 +72,7 @@ LINE_PREFIX = (
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[0-9]+:"                                                   # srun -l
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
-    r")[ \t]*){0,4}"
+    r")[ \t]*){0,4}?"
 )
 
 ENV_VAR = "HOTSPARE_PATTERNS"
