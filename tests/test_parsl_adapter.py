@@ -492,10 +492,10 @@ def test_pbs_pins_to_given_hosts_neither_quarantined_nor_held(tmp_path: Path) ->
         FailoverProvider(LocalProvider(), run_dir=tmp_path / "wf3", hosts=["p1"])
 
 
-def test_a_pbs_block_with_no_host_known_good_is_left_to_pbs_and_that_is_said_once(tmp_path: Path) -> None:
-    """Every host given is quarantined: a PBS block cannot be pinned and is submitted unplaced, and the provider
-    says so once in the workflow's ledger, naming the hosts and how they come back."""
-    inner = PBSProProvider()
+def _recording_qsub(inner_cls: type[TorqueProvider], tmp_path: Path) -> tuple[TorqueProvider, list[str]]:
+    """A PBS provider whose scripts go under ``tmp_path`` and whose ``qsub`` only records the command (the job ids
+    it answers are 1.s, 2.s, ...)."""
+    inner = inner_cls()
     inner.script_dir = str(tmp_path / "scripts")
     os.mkdir(inner.script_dir)
     asked: list[str] = []
@@ -505,6 +505,13 @@ def test_a_pbs_block_with_no_host_known_good_is_left_to_pbs_and_that_is_said_onc
         return 0, f"{len(asked)}.s\n", ""
 
     inner.execute_wait = qsub  # type: ignore[method-assign]
+    return inner, asked
+
+
+def test_a_pbs_block_with_no_host_known_good_is_left_to_pbs_and_that_is_said_once(tmp_path: Path) -> None:
+    """Every host given is quarantined: a PBS block cannot be pinned and is submitted unplaced, and the provider
+    says so once in the workflow's ledger, naming the hosts and how they come back."""
+    inner, asked = _recording_qsub(PBSProProvider, tmp_path)
     provider = FailoverProvider(inner, run_dir=tmp_path / "wf", hosts=["p1", "p2"])
     try:
         for host in ("p1", "p2"):
@@ -529,16 +536,7 @@ def test_a_pbs_pro_block_with_spares_outlives_a_sister_node(tmp_path: Path, inne
     """The script a PBS Pro block with spares is submitted with asks PBS to tolerate a sister node's failure (by
     default PBS ends the job, on the bed 106 s after the crash, taking the task on the spare with it); every PBS
     block is not rerunnable."""
-    provider_inner = inner()
-    provider_inner.script_dir = str(tmp_path / "scripts")
-    os.mkdir(provider_inner.script_dir)
-    asked: list[str] = []
-
-    def qsub(cmd: str, timeout: int = 10) -> tuple[int, str, str]:
-        asked.append(cmd)
-        return 0, "12.s\n", ""
-
-    provider_inner.execute_wait = qsub  # type: ignore[method-assign]
+    provider_inner, asked = _recording_qsub(inner, tmp_path)
     provider = FailoverProvider(provider_inner, spares_per_block=spares, run_dir=tmp_path / "wf")
     try:
         provider.submit("sleep 1", 1)
