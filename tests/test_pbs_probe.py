@@ -57,8 +57,9 @@ class Scripted:
     """A runner playing PBS: ``qsub`` gives ids in turn, ``qstat`` answers from ``states`` ({job id: records in
     turn, the last one repeated}), every command kept; a fake clock advanced by each sleep."""
 
-    def __init__(self, states: dict[str, list[dict[str, object]]], refuse: bool = False) -> None:
-        self.states, self.refuse, self.now = states, refuse, 0.0
+    def __init__(self, states: dict[str, list[dict[str, object]]], refuse: bool = False,
+                 qdel_fails: bool = False) -> None:
+        self.states, self.refuse, self.qdel_fails, self.now = states, refuse, qdel_fails, 0.0
         self.argvs: list[list[str]] = []
         self._ids = iter(states)
         self._seen: dict[str, int] = {}
@@ -75,6 +76,8 @@ class Scripted:
             self._seen[job] = turn + 1
             records = self.states[job]
             return Completed(tuple(argv), 0, qstat_json(job, **records[min(turn, len(records) - 1)]), "", False)
+        if argv[0] == "qdel" and self.qdel_fails:
+            return Completed(tuple(argv), 35, "", "qdel: Server could not connect to MOM 1.head\n", False)
         return Completed(tuple(argv), 0, "", "", False)
 
     def sleep(self, seconds: float) -> None:
@@ -102,3 +105,13 @@ def test_a_refused_probe_job_fails_with_qsubs_words(tmp_path: Path) -> None:
                                 sleep=pbs.sleep)
     assert not result.ok and result.detail == "pbs probe job not submitted: qsub: Unknown resource Resource_List.host"
     assert not any(a[0] in ("qstat", "qdel") for a in pbs.argvs)
+
+
+def test_a_probe_job_qdel_could_not_delete_is_said(tmp_path: Path) -> None:
+    """The deadline passed and qdel failed: the probe still fails, and its words say the job may remain."""
+    pbs = Scripted({"1.head": [{"job_state": "Q"}]}, qdel_fails=True)
+    (result,) = probe_pbs_hosts([Host("p1")], tmp_path, timeout_s=2.0, run=pbs, clock=lambda: pbs.now,
+                                sleep=pbs.sleep)
+    assert not result.ok
+    assert result.detail.endswith("; qdel -W force failed (35: qdel: Server could not connect to MOM 1.head): the job "
+                                  "may remain, delete it by hand")

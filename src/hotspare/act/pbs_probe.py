@@ -138,7 +138,11 @@ def probe_pbs_hosts(hosts: Sequence[Host], workdir: Path, *, timeout_s: float, r
         sleep(POLL_S)
     left = [h for h in jobs if h not in results]
     if left:
-        run(["qdel", "-W", "force", *(jobs[h] for h in left)], 10.0)
+        deleted = run(["qdel", "-W", "force", *(jobs[h] for h in left)], 10.0)
+        # A probe job qdel could not delete is said in every result it concerns: it may still hold a node.
+        failed = "" if deleted.ok else (f"; qdel -W force failed ({'timed out' if deleted.timed_out else deleted.rc}: "
+                                        f"{deleted.stderr.strip()[-200:]}): the job may remain, delete it by hand")
         for host in left:
-            results[host] = judge_probe_job(host, jobs[host], last[host], timed_out=True, waited_s=clock() - started)
+            judged = judge_probe_job(host, jobs[host], last[host], timed_out=True, waited_s=clock() - started)
+            results[host] = ProbeResult(host, judged.ok, judged.detail + failed)
     return [results[h] for h in hosts]
