@@ -254,9 +254,12 @@ def _before_teardown(
     return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
 
 
-def _not_torn_down(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
-    """``roots`` without the SIGKILLs that were a cancellation's or a crash's teardown."""
-    return _before_crash(_before_cancel(roots, evidence), evidence)
+def _not_torn_down(
+    roots: list[Evidence], evidence: tuple[Evidence, ...], *, late_crashes: bool = True
+) -> list[Evidence]:
+    """``roots`` without the SIGKILLs that were a cancellation's or a crash's teardown (with ``late_crashes``
+    false, only a crash before the teardown began counts as one: see :func:`_before_crash`)."""
+    return _before_crash(_before_cancel(roots, evidence), evidence, late_crashes=late_crashes)
 
 
 def _is_crash(ev: Evidence) -> bool:
@@ -267,11 +270,18 @@ def _is_crash(ev: Evidence) -> bool:
             and ev.failure_class is FailureClass.RANK_KILLED)
 
 
-def _before_crash(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+def _before_crash(
+    roots: list[Evidence], evidence: tuple[Evidence, ...], *, late_crashes: bool = True
+) -> list[Evidence]:
     """Drop SIGKILLed ranks reported after a rank crashed of another signal (a segfault, an abort) or raised a
     programming error, when no kill came before it: the launcher kills the remaining ranks (Cray ATP then ALPS,
-    srun --kill-on-bad-exit, mpirun's abort of the job)."""
-    crash = next((e.line for e in evidence if _is_crash(e) or e.pattern in _PROGRAM_EXITS or (
+    srun --kill-on-bad-exit, mpirun's abort of the job). Without ``late_crashes`` (the class, not the blame), a
+    crash reported after the teardown began (the peers that abort once a lost rank's connection drops) is part of
+    the teardown, not a first crash: a kill summed up later in the log may still be what came first."""
+    teardown = None if late_crashes else next(
+        (e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
+                  or e.pattern in _PROGRAM_EXITS or (
         e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR)), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
@@ -344,7 +354,7 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
-    teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence)}
+    teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence, late_crashes=False)}
     oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
     # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
     # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.

@@ -59,15 +59,16 @@ from hotspare.evidence.patterns.literals import required_literals
 from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
 
-#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most one
-#: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post). Taken lazily (as
-#: few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own gets that text
-#: and captures its host, where a greedy allowance would swallow it as a ``[...]`` tag.
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most two
+#: ``>`` of a quoted reply (e-mail, Markdown) and at most one backquote that opens Markdown inline code (a line quoted
+#: as `...` in an issue or a forum post). Taken lazily (as few as the match needs): a pattern that opens with an
+#: optional ``[host:pid] `` group of its own gets that text and captures its host, where a greedy allowance would
+#: swallow it as a ``[...]`` tag.
 LINE_PREFIX = (
-    r"[ \t]*`?(?:(?:"
+    r"[ \t]*(?:>[ \t]*){0,2}`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP])?"                               # ISO / Kubernetes CRI timestamps
-    r"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}"      # syslog
+    r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[0-9]+:"                                                   # srun -l
