@@ -394,18 +394,22 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
 # Lines that sum a run up rather than say why it ended: an exit status alone (127: not found, 126: not executable,
 # 137 or -9: SIGKILL), a connection exception or MPICH's 'Connection reset by peer', which is as often a peer's
 # view of a rank that died first as a network fault, and a program's bare "FATAL ERROR:", which says it stopped
-# itself but not always why. Any other line that decides comes first, and a crash line decides before them (see
-# _signal_death: for a fatal error, only a crash before it); alone, they decide. A line that says the job died (a
+# itself but not always why, and a terminal's '^C' (the user stopped it, but maybe a job that had already failed).
+# Any other line that decides comes first, and a crash line decides before them (see _signal_death: for a fatal
+# error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
 # program reports it.
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
+    "generic.terminal_interrupt",
 })
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
-#: connections, the fatal error a crash handler prints.
-_CRASH_EXPLAINS = frozenset({FailureClass.RANK_KILLED, FailureClass.NETWORK, FailureClass.USER_ERROR})
+#: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
+_CRASH_EXPLAINS = frozenset({
+    FailureClass.RANK_KILLED, FailureClass.NETWORK, FailureClass.USER_ERROR, FailureClass.CANCELLED,
+})
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -477,9 +481,10 @@ def _signal_death(
         return decision
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
-    if decision.failure_class is FailureClass.USER_ERROR and decision.line is not None:
+    if decision.failure_class in (FailureClass.USER_ERROR, FailureClass.CANCELLED) and decision.line is not None:
         # A program's own fatal error explains the abort that follows it (its way to stop); a crash before it
-        # explains the error (a crash handler's message).
+        # explains the error (a crash handler's message). A user's Ctrl-C explains the signals its ranks report
+        # after it; a crash before it is why the user gave up.
         crashes = [e for e in crashes if e.line < decision.line]
     if not crashes:
         return decision
