@@ -192,12 +192,21 @@ def classify(
 
 def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
     """The launcher returns the job's status: exit 0 is success, whatever the log grumbled on the way
-    (an I/O error the trainer retried, a rank's warning)."""
+    (an I/O error the trainer retried, a rank's warning). Not when the program aborted the job: MPI_Abort kills
+    every process and its error code becomes the launcher's status, so ``MPI_Abort(comm, 0)`` exits 0 (mpi4py's
+    abort on an uncaught exception, a program's own) though the job never finished."""
     if status is None or not status.ok:
+        return None
+    if any(e.pattern in _ABORTS_JOB for e in evidence):
         return None
     roots = sum(1 for e in evidence if e.role is Role.ROOT)
     note = f" ({roots} error line(s) in the log did not stop it)" if roots else ""
     return _Decision(FailureClass.SUCCESS, (), f"exit 0{note}")
+
+
+#: Lines that say the program aborted the whole job (Open MPI's MPI_ABORT help message, MPICH's 'application called
+#: MPI_Abort(...)'): never a run the job survived, whatever the exit status.
+_ABORTS_JOB = frozenset({"openmpi.user_mpi_abort", "hydra.user_mpi_abort"})
 
 
 def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:
