@@ -4,10 +4,12 @@ The RE2 prefilter (:class:`Re2Lines`, one DFA over every pattern's escape-tolera
 every added pattern makes: with 262 patterns it read about 430 MB/s on one core. :class:`HyperscanLines`
 asks two cheaper questions of each block instead:
 
-1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for the
-   words every match of a pattern holds (:func:`~hotspare.evidence.patterns.literals.required_words`), each
-   word reported once a block. A colouriser puts its escapes between words, never inside one, so a word
-   stands verbatim in the raw bytes.
+1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for
+   words every match of a pattern holds, each word reported once a block. A colouriser puts its escapes
+   between words, never inside one, so a word stands verbatim in the raw bytes. Of the words of the literals
+   a pattern's prefilter is made of, the rarest is taken (:func:`~hotspare.evidence.patterns.literals.rarest_word`,
+   ranked by :func:`~hotspare.evidence.patterns.word_commonness`; the literals too are chosen for their rare
+   words): a pattern keyed by a word ordinary output is full of costs a pass on every block.
 2. Where? For each pattern flagged, one pass of that pattern's own escape-tolerant prefilter (the form the
    RE2 prefilter is built from), reporting where each match ends: those lines are its candidates.
 
@@ -41,12 +43,8 @@ from typing import Any, Literal, Protocol
 from hotspare.evidence import cache
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
-from hotspare.evidence.patterns import PatternSet, compile_bytes
-
-# The form the RE2 prefilter is made of, so both engines flag the same lines (a private helper of the
-# patterns module; reimplementing it here could drift from what the RE2 engine runs).
-from hotspare.evidence.patterns import _prefilter_form as prefilter_form
-from hotspare.evidence.patterns.literals import longest_word, required_literals, required_words
+from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
+from hotspare.evidence.patterns.literals import rarest_word, rarest_words, required_literals
 
 try:
     import hyperscan
@@ -125,7 +123,7 @@ class HyperscanLines:
             raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
         self._fallback = Re2Lines(patterns)
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
-        derived = _derived([p.regex for p in patterns.event_patterns])
+        derived = _derived([p.regex for p in patterns.event_patterns], patterns.commonness)
         forms: dict[str, set[int]] = {}
         for index, (form, _) in enumerate(derived):
             forms.setdefault(form, set()).add(index)
@@ -134,7 +132,7 @@ class HyperscanLines:
         words: dict[tuple[str, bool], set[int]] = {}
         unkeyed: list[int] = []
         for form_index, indices in enumerate(self._form_patterns):
-            found = derived[min(indices)][1]
+            found = derived[min(indices)][1]  # the form's words: the same for every pattern it is made from
             if found is None:
                 unkeyed.append(form_index)
                 continue
@@ -203,7 +201,7 @@ class HyperscanLines:
 Derived = list[tuple[str, tuple[tuple[str, ...], bool] | None]]
 
 
-def _derived(regexes: list[str]) -> Derived:
+def _derived(regexes: list[str], common: dict[str, int]) -> Derived:
     """Each regex's prefilter form and the words keying it (:func:`form_words`): from the cache when the same
     regexes were read before by the same code (the forms come from a parse of each regex: a tenth of a
     millisecond each, which a site's hundreds of rules would pay on every run), else worked out and kept."""
@@ -212,7 +210,8 @@ def _derived(regexes: list[str]) -> Derived:
     if base is not None:
         package = Path(patterns_module.__file__ or "").parent  # the code the forms come from
         sources = b"".join((package / name).read_bytes() for name in ("__init__.py", "literals.py", "relax.py"))
-        path = base / "forms" / f"{digest(json.dumps(regexes).encode(), sources, Path(__file__).read_bytes())}.json"
+        key = json.dumps([regexes, sorted(common.items())]).encode()
+        path = base / "forms" / f"{digest(key, sources, Path(__file__).read_bytes())}.json"
         try:
             cached = json.loads(path.read_bytes())
             return [(form, None if words is None else (tuple(words[0]), bool(words[1]))) for form, words in cached]
@@ -220,25 +219,33 @@ def _derived(regexes: list[str]) -> Derived:
             pass  # not kept yet, or damaged: work it out again
     derived: Derived = []
     for regex in regexes:
-        form = prefilter_form(regex)
-        derived.append((form, form_words(regex, form)))
+        form = prefilter_form(regex, common)
+        derived.append((form, form_words(regex, form, common)))
     if path is not None:
         store(path, json.dumps(derived).encode())
     return derived
 
 
-def form_words(regex: str, form: str) -> tuple[tuple[str, ...], bool] | None:
+def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> tuple[tuple[str, ...], bool] | None:
     """Words one of which stands verbatim in every raw line ``form`` (the prefilter of ``regex``) matches.
 
     A form made of ``regex``'s required literals, relaxed, holds each literal's words unbroken (escapes go
-    between words), so the longest word of each literal will do; that reuses the parse the form was made
-    from. A form that is the whole regex relaxed is asked directly (slower: its text is long).
+    between words), so any word of each literal will do; that reuses the parse the form was made from. The
+    rarest by ``common`` is taken (:func:`~hotspare.evidence.patterns.literals.rarest_word`,
+    :func:`~hotspare.evidence.patterns.word_commonness`),
+    so that a block of ordinary output flags few patterns. A form that is the whole regex relaxed is asked
+    directly (slower: its text is long).
     """
-    literals = required_literals(regex)
+    table = common or {}
+
+    def count(word: str) -> int:
+        return table.get(word, 0)
+
+    literals = required_literals(regex, count)  # what prefilter_form(regex, common) is made of
     if literals is None:
-        return required_words(form)
+        return rarest_words(form, count)
     alternatives, ignore_case = literals
-    words = [longest_word(literal) for literal in alternatives]
+    words = [rarest_word(literal, count) for literal in alternatives]
     if any(word is None for word in words):
         return None
     return tuple(dict.fromkeys(w for w in words if w)), ignore_case
