@@ -44,7 +44,7 @@ from hotspare.evidence import cache
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
 from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
-from hotspare.evidence.patterns.literals import rarest_word, rarest_words, required_literals
+from hotspare.evidence.patterns.literals import key_words, rarest_words, required_literals
 
 try:
     import hyperscan
@@ -129,17 +129,31 @@ class HyperscanLines:
             forms.setdefault(form, set()).add(index)
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
-        words: dict[tuple[str, bool], set[int]] = {}
+        words: dict[tuple[str, bool], int] = {}  # probe id of each word
         unkeyed: list[int] = []
+        # Each form's alternatives as the probe ids of the words each needs (one word, or two when one alone would
+        # turn up by chance: see key_words); a form is flagged when every word of one alternative is in the block.
+        needs: list[tuple[frozenset[int], ...]] = []
         for form_index, indices in enumerate(self._form_patterns):
             found = derived[min(indices)][1]  # the form's words: the same for every pattern it is made from
             if found is None:
                 unkeyed.append(form_index)
+                needs.append(())
                 continue
-            alternatives, ignore_case = found
-            for word in alternatives:
-                words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(form_index)
-        self._word_forms = [tuple(sorted(forms_)) for forms_ in words.values()]
+            keys, ignore_case = found
+            needs.append(tuple(
+                frozenset(words.setdefault((w.lower() if ignore_case else w, ignore_case), len(words)) for w in key)
+                for key in keys
+            ))
+        word_forms: list[set[int]] = [set() for _ in words]
+        for form_index, needed in enumerate(needs):
+            for alt_ids in needed:
+                for word_id in alt_ids:
+                    word_forms[word_id].add(form_index)
+        self._word_forms = [tuple(sorted(forms_)) for forms_ in word_forms]
+        self._needs = needs
+        #: Forms some alternative of which needs more than one word: flagged only once all are seen.
+        self._paired = frozenset(i for i, alts in enumerate(needs) if any(len(alt) > 1 for alt in alts))
         # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
         always = [self._compile(i) for i in unkeyed]
         self._always = [s for s in always if isinstance(s, _Re2Searcher)]
@@ -159,12 +173,17 @@ class HyperscanLines:
         hits: list[tuple[int, int]] = []
         self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
         flagged: set[int] = set()
+        seen: set[int] = set()
         probed: dict[int, list[int]] = {}
         for index, end in hits:
             if index < self._osc:
+                seen.add(index)
                 flagged.update(self._word_forms[index])
             elif index > self._osc:
                 probed.setdefault(index - self._osc - 1, []).append(end)
+        for form in flagged & self._paired:
+            if not any(alt <= seen for alt in self._needs[form]):
+                flagged.discard(form)
         if len(flagged) > MAX_FLAGGED:
             return self._fallback.candidates(text)
         lines = _Lines(text)
@@ -198,7 +217,10 @@ class HyperscanLines:
         return scratch
 
 
-Derived = list[tuple[str, tuple[tuple[str, ...], bool] | None]]
+#: Each regex's prefilter form, and the words keying it: alternatives (a block holding every word of one may hold
+#: a match) and whether they ignore case; None for a form no word keys.
+Keys = tuple[tuple[tuple[str, ...], ...], bool]
+Derived = list[tuple[str, Keys | None]]
 
 
 def _derived(regexes: list[str], common: dict[str, int]) -> Derived:
@@ -214,7 +236,8 @@ def _derived(regexes: list[str], common: dict[str, int]) -> Derived:
         path = base / "forms" / f"{digest(key, sources, Path(__file__).read_bytes())}.json"
         try:
             cached = json.loads(path.read_bytes())
-            return [(form, None if words is None else (tuple(words[0]), bool(words[1]))) for form, words in cached]
+            return [(form, None if words is None else (tuple(tuple(alt) for alt in words[0]), bool(words[1])))
+                    for form, words in cached]
         except (OSError, ValueError, TypeError, IndexError):
             pass  # not kept yet, or damaged: work it out again
     derived: Derived = []
@@ -226,15 +249,16 @@ def _derived(regexes: list[str], common: dict[str, int]) -> Derived:
     return derived
 
 
-def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> tuple[tuple[str, ...], bool] | None:
-    """Words one of which stands verbatim in every raw line ``form`` (the prefilter of ``regex``) matches.
+def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> Keys | None:
+    """Words that stand verbatim in every raw line ``form`` (the prefilter of ``regex``) matches: alternatives,
+    each one word or two that a line must both hold, and whether they ignore case.
 
     A form made of ``regex``'s required literals, relaxed, holds each literal's words unbroken (escapes go
     between words), so any word of each literal will do; that reuses the parse the form was made from. The
-    rarest by ``common`` is taken (:func:`~hotspare.evidence.patterns.literals.rarest_word`,
-    :func:`~hotspare.evidence.patterns.word_commonness`),
-    so that a block of ordinary output flags few patterns. A form that is the whole regex relaxed is asked
-    directly (slower: its text is long).
+    rarest by ``common`` are taken (:func:`~hotspare.evidence.patterns.literals.key_words`,
+    :func:`~hotspare.evidence.patterns.word_commonness`), so that a block of ordinary output flags few patterns.
+    A form that is the whole regex relaxed is asked directly (slower: its text is long), one word an
+    alternative.
     """
     table = common or {}
 
@@ -243,12 +267,13 @@ def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> t
 
     literals = required_literals(regex, count)  # what prefilter_form(regex, common) is made of
     if literals is None:
-        return rarest_words(form, count)
+        found = rarest_words(form, count)
+        return None if found is None else (tuple((word,) for word in found[0]), found[1])
     alternatives, ignore_case = literals
-    words = [rarest_word(literal, count) for literal in alternatives]
-    if any(word is None for word in words):
+    keys = [key_words(literal, count) for literal in alternatives]
+    if any(key is None for key in keys):
         return None
-    return tuple(dict.fromkeys(w for w in words if w)), ignore_case
+    return tuple(dict.fromkeys(key for key in keys if key)), ignore_case
 
 
 class _Searcher(Protocol):

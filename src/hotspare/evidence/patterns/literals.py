@@ -101,6 +101,27 @@ def rarest_word(text: str, commonness: Commonness) -> str | None:
     return min(words, key=lambda w: _rarity(w, commonness)) if words else None
 
 
+def key_words(text: str, commonness: Commonness) -> tuple[str, ...] | None:
+    """The words of ``text`` that key it: its rarest word (:func:`rarest_word`), and when that is a number or a
+    short word (which turn up by chance), a second one a block must hold as well: the rarest not next to the
+    first (neighbours go together in ordinary output too: "grad norm" is also "grad_norm=0.9"). None when
+    ``text`` has no word at least :data:`MIN_WORD` long."""
+    found = _WORD.findall(text)
+    usable = [i for i, w in enumerate(found) if len(w) >= MIN_WORD]
+    if not usable:
+        return None
+    first = min(usable, key=lambda i: _rarity(found[i], commonness))
+    rank = _rarity(found[first], commonness)
+    if not (rank[0] or rank[1]):
+        return (found[first],)
+    others = [i for i in usable if found[i] != found[first]]
+    apart = [i for i in others if abs(i - first) > 1] or others
+    if not apart:
+        return (found[first],)
+    second = min(apart, key=lambda i: _rarity(found[i], commonness))
+    return found[first], found[second]
+
+
 def _rarity(word: str, commonness: Commonness) -> tuple[bool, bool, int, int]:
     return word.isdigit(), len(word) < RARE_WORD, commonness(word.lower()), -len(word)
 
