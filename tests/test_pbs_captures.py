@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host, PatternSet
-from hotspare.act.scheduler import find_pbs_job, parse_pbsnodes, parse_qstat_json, unhealthy
+from hotspare.act.node_states import unhealthy
+from hotspare.act.scheduler import find_pbs_job, parse_pbsnodes, parse_qstat_json
 from hotspare.evidence.classify import classify
 from hotspare.evidence.scan import scan
 from hotspare.jobs import JobEnd, judge_job

@@ -15,7 +15,7 @@ from hotspare.evidence import multi
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
-from hotspare.evidence.patterns.literals import required_words
+from hotspare.evidence.patterns.literals import key_words, rarest_word, rarest_words
 from hotspare.evidence.scan import BLOCK_BYTES, MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
@@ -380,13 +380,62 @@ def test_compiled_databases_are_cached_and_a_bad_cache_file_is_recompiled(tmp_pa
     assert not (tmp_path / "home").exists()
 
 
-def test_the_words_keying_each_prefilter_are_the_words_it_requires() -> None:
-    """form_words reads a literal prefilter's words off the literals it was built from; that must be what a
-    parse of the prefilter itself requires (else a changed prefilter could match a block its words skip)."""
+def test_the_words_keying_each_pattern_are_words_every_match_holds() -> None:
+    """A block without a pattern's key words is not searched for it, so every line it matches must hold one of
+    them: each matching example of every shipped pattern does (in the case the words are matched in)."""
+    common = PATTERNS.commonness
     for pattern in PATTERNS.event_patterns:
-        form = multi.prefilter_form(pattern.regex)
-        fast, parsed = form_words(pattern.regex, form), required_words(form)
-        assert (fast and (set(fast[0]), fast[1])) == (parsed and (set(parsed[0]), parsed[1])), pattern.qualname
+        keyed = form_words(pattern.regex, multi.prefilter_form(pattern.regex, common), common)
+        if keyed is None:
+            continue
+        keys, ignore_case = keyed
+        for example in (e for e in pattern.examples if e.matches):
+            line = example.line.lower() if ignore_case else example.line
+            assert any(all((w.lower() if ignore_case else w) in line for w in key) for key in keys), (
+                pattern.qualname, example.line)
+
+
+def test_key_words_are_the_rarest_a_prefilter_requires() -> None:
+    """Of the words of the literals a prefilter is made of, a long rare one keys it, not one ordinary output is
+    full of; a number or a short word only with a second word the line must hold too."""
+    common = {"error": 170, "failed": 108, "bytes": 9, "array": 3, "distributed": 30, "worker": 40, "during": 2}
+
+    def keys(regex: str) -> tuple[tuple[str, ...], ...] | None:
+        found = form_words(regex, multi.prefilter_form(regex, common), common)
+        return found and found[0]
+
+    assert keys(r"^ERROR: Failed to allocate [0-9]+ bytes for array ") == (("allocate",),)  # not "failed"
+    assert keys(r"distributed\.worker - ERROR - failed during get data") == (("during",),)
+    assert keys(r"FloatingPointError: \S|\bfound NaN in local grad norm\b") == (
+        ("FloatingPointError",), ("found", "local"))  # two short words, both needed
+    assert rarest_word("rank 50001 died", lambda w: {"rank": 57}.get(w, 0)) == "died"
+    assert rarest_word("code 50001", lambda w: common.get(w, 0)) == "code"
+    assert rarest_word("50001", lambda w: 0) == "50001"
+    assert rarest_word("Node failure on", lambda w: common.get(w, 0)) == "failure"
+    assert rarest_word("a b c", lambda w: 0) is None
+    assert key_words("exited 50001 with", lambda w: 0) == ("exited",)
+    assert key_words("rank 50001 died", lambda w: {"rank": 57}.get(w, 0)) == ("died", "rank")
+    assert key_words("code 50001", lambda w: 0) == ("code", "50001")
+    both = rarest_words(r"(?i)node failure|NODE_FAIL detected", lambda w: {**common, "node_fail": 20}.get(w, 0))
+    assert both is not None and set(both[0]) == {"failure", "detected"} and both[1] is True
+
+
+def test_a_pair_keyed_pattern_is_searched_only_where_both_words_are() -> None:
+    """A pattern keyed by two short words: a block holding one of them is not searched for it, a block holding
+    both is, and a match there is found."""
+    need_hyperscan()
+    pack = load_pack_text(
+        '[pack]\nname = "site"\ndoc = "x"\n[[pattern]]\nname = "pair"\nregex = \'grad norm gone\'\n'
+        'class = "user_error"\nrole = "root"\ndoc = "d"\nexamples = ["grad norm gone"]\n', "site.toml")
+    patterns = PatternSet([pack])
+    finder = line_finder(patterns, "hyperscan")
+    assert multi.form_words("grad norm gone", multi.prefilter_form("grad norm gone", patterns.commonness),
+                            patterns.commonness) == ((("grad", "gone"),), False)  # not its neighbour "norm"
+    assert finder.candidates(b"grad_norm=1.0 loss=2\nnothing here\n") == []  # "grad" without "gone"
+    found = finder.candidates(b"grad=1.0\nthe grad norm gone\n")
+    assert [(s, e) for s, e, _ in found] == [(9, 27)]
+    assert scan(b"x\nthe grad norm gone\n", patterns, engine="hyperscan") == scan(
+        b"x\nthe grad norm gone\n", patterns, engine="re2")
 
 
 def test_the_cli_keeps_freed_blocks_for_big_inputs(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host, pin_pbs_hosts
+from hotspare.act.node_states import unhealthy
 from hotspare.act.runner import Completed
 from hotspare.act.scheduler import (
     SchedulerKind,
@@ -19,7 +20,6 @@ from hotspare.act.scheduler import (
     parse_scontrol_job,
     parse_scontrol_nodes,
     parse_squeue_time_left,
-    unhealthy,
 )
 from hotspare.supervisor import RunConfig
 

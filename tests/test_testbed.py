@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 
 from hotspare import Host
+from hotspare.act.node_states import unhealthy
 from hotspare.act.runner import capture
-from hotspare.act.scheduler import SchedulerQuery, unhealthy
+from hotspare.act.scheduler import SchedulerQuery
 
 
 def _srun_hostnames(bed, n: int) -> list[str]:  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
     from hotspare.act.life import LOOK_EVERY_S, QuarantineLife
+    from hotspare.act.node_states import unhealthy
     from hotspare.act.probe import (
         QUICK_PROBE_GAP_S,
         QUICK_PROBE_S,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
         readmit_expired_slurm,
     )
     from hotspare.act.runner import StopCause
-    from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts, unhealthy
+    from hotspare.act.scheduler import JobFacts, QueryFailure, SchedulerKind, SchedulerQuery, pin_pbs_hosts
     from hotspare.decide.judge import (
         ANSWERED_RELOOK_S,
         RELOOK_S,
@@ -104,7 +105,8 @@ _WHERE: dict[str, str] = {
             "probe_in_jobs_slurm probe_suspects_slurm probe_twice readmit_expired_slurm"
         ),
         ("hotspare.act.runner", "StopCause"),
-        ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts unhealthy"),
+        ("hotspare.act.node_states", "unhealthy"),
+        ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts"),
         ("hotspare.decide.judge",
          "ANSWERED_RELOOK_S RELOOK_S SIGNAL_PROBE SIGNAL_SCHEDULER NodeFinding NodeLook ended_for_the_node judge_look "
          "probes_count signals_why two_signals unanswered"),

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hotspare.act.scheduler import SCHEDULER_CHOICES
+from hotspare.act.node_states import SCHEDULER_CHOICES
 from hotspare.errors import InputError, UsageError
 from hotspare.hosts import expand_hosts
 

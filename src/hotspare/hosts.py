@@ -11,6 +11,7 @@ written.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -87,6 +88,7 @@ class Host:
         return self.name
 
 
+@functools.lru_cache(maxsize=1 << 16)  # sorting asks twice per comparison; a job has at most thousands of hosts
 def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """Sort n2 before n10."""
     parts = re.split(r"([0-9]+)", name)

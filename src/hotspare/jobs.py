@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from hotspare.act.node_states import unhealthy
 from hotspare.act.probe import SUSPECT_PROBE_S, ProbeResult, probe_suspects_slurm
-from hotspare.act.scheduler import JobFacts, unhealthy
+from hotspare.act.scheduler import JobFacts
 from hotspare.decide.judge import blame, unanswered
 from hotspare.errors import EXIT_NO_RETRY, EXIT_RETRY_ELSEWHERE
 from hotspare.evidence.classify import SchedulerFacts, Verdict, classify

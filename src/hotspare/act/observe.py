@@ -18,8 +18,9 @@ from pathlib import Path
 
 from hotspare.act.checkpoint import parse_step
 from hotspare.act.gateway import ProbeHow, Runner
+from hotspare.act.node_states import unhealthy
 from hotspare.act.probe import QUICK_PROBE_GAP_S, QUICK_PROBE_S, ProbeResult, probe_twice
-from hotspare.act.scheduler import QueryFailure, SchedulerQuery, unhealthy
+from hotspare.act.scheduler import QueryFailure, SchedulerQuery
 from hotspare.decide.judge import (
     PROBE_WHY_SUSPECT,
     SIGNAL_PROBE,

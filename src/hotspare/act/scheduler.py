@@ -18,19 +18,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hotspare.act.node_states import SCHEDULER_CHOICES
 from hotspare.act.runner import Completed, capture
 from hotspare.errors import HostError
 from hotspare.hosts import Host, expand_hosts
-
-# Words in SLURM (DOWN*, IDLE+NOT_RESPONDING, FAIL) and PBS (down, offline, state-unknown)
-# node states that mean the node is not healthy. A trailing '*' is SLURM's "not responding".
-_UNHEALTHY = ("DOWN", "NOT_RESPONDING", "NO_RESPOND", "FAIL", "OFFLINE", "UNKNOWN", "STATE-UNKNOWN")
-
-
-def unhealthy(state: str) -> bool:
-    """Whether a scheduler node state means the node is down or not responding."""
-    upper = state.upper()
-    return upper.rstrip().endswith("*") or any(word in upper for word in _UNHEALTHY)
 
 
 def parse_duration_s(text: str) -> float | None:
@@ -277,9 +268,6 @@ def _ignore(failure: QueryFailure) -> None:
 
 
 #: What ``--scheduler`` accepts (see :meth:`SchedulerQuery.detect`).
-SCHEDULER_CHOICES = ("auto", "slurm", "pbs", "none")
-
-
 def check_scheduler_choice(choice: str) -> str:
     """``choice`` if it is one of :data:`SCHEDULER_CHOICES`, else ValueError naming them."""
     if choice not in SCHEDULER_CHOICES:

@@ -12,9 +12,10 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from hotspare.act.node_states import unhealthy
 from hotspare.act.probe import ProbeResult
 from hotspare.act.runner import StopCause
-from hotspare.act.scheduler import JobFacts, unhealthy
+from hotspare.act.scheduler import JobFacts
 from hotspare.decide.policy import Action, Budgets, Decision, History, decide
 from hotspare.decide.pool import Pool
 from hotspare.evidence.classify import Blame, Verdict, classify

@@ -40,7 +40,7 @@ import signal
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hotspare.act.scheduler import unhealthy
+from hotspare.act.node_states import unhealthy
 from hotspare.evidence.patterns import HostMeaning, Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.signature import failure_signature

@@ -4,10 +4,12 @@ The RE2 prefilter (:class:`Re2Lines`, one DFA over every pattern's escape-tolera
 every added pattern makes: with 262 patterns it read about 430 MB/s on one core. :class:`HyperscanLines`
 asks two cheaper questions of each block instead:
 
-1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for the
-   words every match of a pattern holds (:func:`~hotspare.evidence.patterns.literals.required_words`), each
-   word reported once a block. A colouriser puts its escapes between words, never inside one, so a word
-   stands verbatim in the raw bytes.
+1. Which patterns can match here at all? One pass of Hyperscan's literal matcher over the raw block for
+   words every match of a pattern holds, each word reported once a block. A colouriser puts its escapes
+   between words, never inside one, so a word stands verbatim in the raw bytes. Of the words of the literals
+   a pattern's prefilter is made of, the rarest is taken (:func:`~hotspare.evidence.patterns.literals.rarest_word`,
+   ranked by :func:`~hotspare.evidence.patterns.word_commonness`; the literals too are chosen for their rare
+   words): a pattern keyed by a word ordinary output is full of costs a pass on every block.
 2. Where? For each pattern flagged, one pass of that pattern's own escape-tolerant prefilter (the form the
    RE2 prefilter is built from), reporting where each match ends: those lines are its candidates.
 
@@ -41,12 +43,8 @@ from typing import Any, Literal, Protocol
 from hotspare.evidence import cache
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
-from hotspare.evidence.patterns import PatternSet, compile_bytes
-
-# The form the RE2 prefilter is made of, so both engines flag the same lines (a private helper of the
-# patterns module; reimplementing it here could drift from what the RE2 engine runs).
-from hotspare.evidence.patterns import _prefilter_form as prefilter_form
-from hotspare.evidence.patterns.literals import longest_word, required_literals, required_words
+from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
+from hotspare.evidence.patterns.literals import key_words, rarest_words, required_literals
 
 try:
     import hyperscan
@@ -125,23 +123,37 @@ class HyperscanLines:
             raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
         self._fallback = Re2Lines(patterns)
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
-        derived = _derived([p.regex for p in patterns.event_patterns])
+        derived = _derived([p.regex for p in patterns.event_patterns], patterns.commonness)
         forms: dict[str, set[int]] = {}
         for index, (form, _) in enumerate(derived):
             forms.setdefault(form, set()).add(index)
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
-        words: dict[tuple[str, bool], set[int]] = {}
+        words: dict[tuple[str, bool], int] = {}  # probe id of each word
         unkeyed: list[int] = []
+        # Each form's alternatives as the probe ids of the words each needs (one word, or two when one alone would
+        # turn up by chance: see key_words); a form is flagged when every word of one alternative is in the block.
+        needs: list[tuple[frozenset[int], ...]] = []
         for form_index, indices in enumerate(self._form_patterns):
-            found = derived[min(indices)][1]
+            found = derived[min(indices)][1]  # the form's words: the same for every pattern it is made from
             if found is None:
                 unkeyed.append(form_index)
+                needs.append(())
                 continue
-            alternatives, ignore_case = found
-            for word in alternatives:
-                words.setdefault((word.lower() if ignore_case else word, ignore_case), set()).add(form_index)
-        self._word_forms = [tuple(sorted(forms_)) for forms_ in words.values()]
+            keys, ignore_case = found
+            needs.append(tuple(
+                frozenset(words.setdefault((w.lower() if ignore_case else w, ignore_case), len(words)) for w in key)
+                for key in keys
+            ))
+        word_forms: list[set[int]] = [set() for _ in words]
+        for form_index, needed in enumerate(needs):
+            for alt_ids in needed:
+                for word_id in alt_ids:
+                    word_forms[word_id].add(form_index)
+        self._word_forms = [tuple(sorted(forms_)) for forms_ in word_forms]
+        self._needs = needs
+        #: Forms some alternative of which needs more than one word: flagged only once all are seen.
+        self._paired = frozenset(i for i, alts in enumerate(needs) if any(len(alt) > 1 for alt in alts))
         # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
         always = [self._compile(i) for i in unkeyed]
         self._always = [s for s in always if isinstance(s, _Re2Searcher)]
@@ -161,12 +173,17 @@ class HyperscanLines:
         hits: list[tuple[int, int]] = []
         self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
         flagged: set[int] = set()
+        seen: set[int] = set()
         probed: dict[int, list[int]] = {}
         for index, end in hits:
             if index < self._osc:
+                seen.add(index)
                 flagged.update(self._word_forms[index])
             elif index > self._osc:
                 probed.setdefault(index - self._osc - 1, []).append(end)
+        for form in flagged & self._paired:
+            if not any(alt <= seen for alt in self._needs[form]):
+                flagged.discard(form)
         if len(flagged) > MAX_FLAGGED:
             return self._fallback.candidates(text)
         lines = _Lines(text)
@@ -200,10 +217,13 @@ class HyperscanLines:
         return scratch
 
 
-Derived = list[tuple[str, tuple[tuple[str, ...], bool] | None]]
+#: Each regex's prefilter form, and the words keying it: alternatives (a block holding every word of one may hold
+#: a match) and whether they ignore case; None for a form no word keys.
+Keys = tuple[tuple[tuple[str, ...], ...], bool]
+Derived = list[tuple[str, Keys | None]]
 
 
-def _derived(regexes: list[str]) -> Derived:
+def _derived(regexes: list[str], common: dict[str, int]) -> Derived:
     """Each regex's prefilter form and the words keying it (:func:`form_words`): from the cache when the same
     regexes were read before by the same code (the forms come from a parse of each regex: a tenth of a
     millisecond each, which a site's hundreds of rules would pay on every run), else worked out and kept."""
@@ -212,36 +232,48 @@ def _derived(regexes: list[str]) -> Derived:
     if base is not None:
         package = Path(patterns_module.__file__ or "").parent  # the code the forms come from
         sources = b"".join((package / name).read_bytes() for name in ("__init__.py", "literals.py", "relax.py"))
-        path = base / "forms" / f"{digest(json.dumps(regexes).encode(), sources, Path(__file__).read_bytes())}.json"
+        key = json.dumps([regexes, sorted(common.items())]).encode()
+        path = base / "forms" / f"{digest(key, sources, Path(__file__).read_bytes())}.json"
         try:
             cached = json.loads(path.read_bytes())
-            return [(form, None if words is None else (tuple(words[0]), bool(words[1]))) for form, words in cached]
+            return [(form, None if words is None else (tuple(tuple(alt) for alt in words[0]), bool(words[1])))
+                    for form, words in cached]
         except (OSError, ValueError, TypeError, IndexError):
             pass  # not kept yet, or damaged: work it out again
     derived: Derived = []
     for regex in regexes:
-        form = prefilter_form(regex)
-        derived.append((form, form_words(regex, form)))
+        form = prefilter_form(regex, common)
+        derived.append((form, form_words(regex, form, common)))
     if path is not None:
         store(path, json.dumps(derived).encode())
     return derived
 
 
-def form_words(regex: str, form: str) -> tuple[tuple[str, ...], bool] | None:
-    """Words one of which stands verbatim in every raw line ``form`` (the prefilter of ``regex``) matches.
+def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> Keys | None:
+    """Words that stand verbatim in every raw line ``form`` (the prefilter of ``regex``) matches: alternatives,
+    each one word or two that a line must both hold, and whether they ignore case.
 
     A form made of ``regex``'s required literals, relaxed, holds each literal's words unbroken (escapes go
-    between words), so the longest word of each literal will do; that reuses the parse the form was made
-    from. A form that is the whole regex relaxed is asked directly (slower: its text is long).
+    between words), so any word of each literal will do; that reuses the parse the form was made from. The
+    rarest by ``common`` are taken (:func:`~hotspare.evidence.patterns.literals.key_words`,
+    :func:`~hotspare.evidence.patterns.word_commonness`), so that a block of ordinary output flags few patterns.
+    A form that is the whole regex relaxed is asked directly (slower: its text is long), one word an
+    alternative.
     """
-    literals = required_literals(regex)
+    table = common or {}
+
+    def count(word: str) -> int:
+        return table.get(word, 0)
+
+    literals = required_literals(regex, count)  # what prefilter_form(regex, common) is made of
     if literals is None:
-        return required_words(form)
+        found = rarest_words(form, count)
+        return None if found is None else (tuple((word,) for word in found[0]), found[1])
     alternatives, ignore_case = literals
-    words = [longest_word(literal) for literal in alternatives]
-    if any(word is None for word in words):
+    keys = [key_words(literal, count) for literal in alternatives]
+    if any(key is None for key in keys):
         return None
-    return tuple(dict.fromkeys(w for w in words if w)), ignore_case
+    return tuple(dict.fromkeys(key for key in keys if key)), ignore_case
 
 
 class _Searcher(Protocol):

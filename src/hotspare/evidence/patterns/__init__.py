@@ -238,12 +238,19 @@ class PatternSet:
         self.progress_patterns: tuple[Pattern, ...] = tuple(progress)
         self.progress_prefilter = _combine(progress)
         self._built: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a build may ask for another (the prefilter for the commonness)
 
     @property
     def event_prefilter(self) -> Any:
         """One escape-tolerant RE2 over every event pattern (None when there are none): candidate lines."""
-        return self._once("prefilter", lambda: _combine(self.event_patterns, osc=True))
+        return self._once("prefilter", lambda: _combine(self.event_patterns, osc=True, common=self.commonness))
+
+    @property
+    def commonness(self) -> dict[str, int]:
+        """How common each word (in lower case) is in log lines (:func:`word_commonness`), for the scanner's
+        choice of literals and words (:func:`prefilter_form`)."""
+        common: dict[str, int] = self._once("commonness", lambda: word_commonness(self.event_patterns))
+        return common
 
     @property
     def event_set(self) -> Any:
@@ -269,7 +276,7 @@ class PatternSet:
             raise PatternError(repr(name), f"no such pack (known: {known})") from None
 
 
-def _combine(patterns: Sequence[Pattern], *, osc: bool = False) -> Any:
+def _combine(patterns: Sequence[Pattern], *, osc: bool = False, common: dict[str, int] | None = None) -> Any:
     """One escape-tolerant RE2 over all ``patterns``: finds every line that may match.
 
     With ``osc``, lines holding an OSC string (which the relaxed forms do not
@@ -280,7 +287,7 @@ def _combine(patterns: Sequence[Pattern], *, osc: bool = False) -> Any:
     # A prefilter may over-match: each pattern is represented by the literals every match of it holds
     # (see literals.py), or else by its whole regex searched anywhere on the line instead of behind every
     # prefix form (the exact match, on candidate lines only, checks the anchor and the prefixes).
-    body = "|".join(f"(?:{_prefilter_form(p.regex)})" for p in patterns)
+    body = "|".join(f"(?:{prefilter_form(p.regex, common)})" for p in patterns)
     return compile_bytes(f"(?m){OSC}|{body}" if osc else f"(?m){body}", capture=False)
 
 
@@ -303,8 +310,26 @@ def build_set(patterns: Sequence[Pattern]) -> Any:
     return regex_set
 
 
-def _prefilter_form(regex: str) -> str:
-    found = required_literals(regex)
+def word_commonness(patterns: Iterable[Pattern]) -> dict[str, int]:
+    """How common each word (ASCII, in lower case, at least four long) is in log lines: in how many patterns'
+    example lines it stands (matching or not: the lines around a failure as well as the failure). The packs'
+    examples are real lines from many tools, so a word most of them hold ("error", "failed", "rank") is one
+    any log is full of, and a word one tool's lines hold is rare. Words no example holds are left out."""
+    counts: dict[str, int] = {}
+    for pattern in patterns:
+        for word in {w.lower() for e in pattern.examples for w in _WORD.findall(e.line) if len(w) >= 4}:
+            counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
+def prefilter_form(regex: str, common: dict[str, int] | None = None) -> str:
+    """The escape-tolerant form of ``regex`` a prefilter searches for: its required literals (the rarest by
+    ``common``, see :func:`~hotspare.evidence.patterns.literals.required_literals`), relaxed, else the whole
+    regex relaxed. It may match more lines than ``regex``, never fewer."""
+    found = required_literals(regex, None if common is None else (lambda word: common.get(word, 0)))
     if found is None:
         return relax(_unanchored(regex))
     alternatives, ignore_case = found
