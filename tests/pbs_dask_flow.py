@@ -138,6 +138,39 @@ def sister_dies(cluster: FailoverPBSCluster, client: Client, work: Path, hold_s:
             "job_ids": [str(j.job_id) for j in cluster.workers.values()]}
 
 
+def freeze_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) -> dict[str, Any]:
+    """3 one-cpu jobs under a stream; a node holding exactly one of them (room left for a probe job beside it) is
+    frozen: PBS never marks it down, so only the look's pinned probe jobs, placed there and never run, can give
+    the two signals."""
+    before = worker_hosts(cluster)
+    futures = client.map(square, range(TASKS))
+    wait_for("20 tasks done", lambda: sum(f.done() for f in futures) >= 20, 60)
+    counts = {h: list(before.values()).count(h) for h in before.values()}
+    victim_worker = min(name for name, h in before.items() if counts[h] == 1)
+    victim = before[victim_worker]
+    victim_job = next(name for name in cluster.workers if victim_worker.startswith(name))
+    old_id = str(cluster.workers[victim_job].job_id)
+    (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
+    wait_for("the test to freeze the node", (work / "crashed").exists, 60)
+    frozen = time.monotonic()
+    wait_for("the frozen worker removed", lambda: victim_worker not in worker_hosts(cluster), 90)
+    removed = time.monotonic()
+    wait_for("the frozen node quarantined", lambda: Host(victim) in cluster.quarantine.hosts(), 60)
+    quarantined = time.monotonic()
+    results = [f.result(timeout=120) for f in futures]
+    wait_for("the replacement job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
+             60)
+    new_id = str(cluster.workers[victim_job].job_id)
+    with cluster._db_lock:
+        observed = [[o.kind, o.host, o.detail] for o in cluster._ledger.observations()
+                    if o.kind in ("probe", "silence", "lead")]
+    return {"before": before, "victim": victim, "victim_job": victim_job, "old_id": old_id, "new_id": new_id,
+            "results_ok": results == [x * x for x in range(TASKS)], "observed": observed,
+            "quarantine": [[e.host.name, e.reason.value, e.detail] for e in cluster.quarantine.entries()],
+            "new_job": qstat(new_id), "removed_s": removed - frozen, "quarantined_s": quarantined - frozen,
+            "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled]}
+
+
 MPI_STEPS = 30
 
 
@@ -192,7 +225,9 @@ def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int
     dask.config.set({"distributed.deploy.lost-worker-timeout": "3s"})
     multi: dict[str, Any] = {"job_nodes": 3} if mode.startswith(("sister", "mpi")) else {}
     spares: dict[str, Any] = {"spare_jobs": 1} if mode == "spare" else {}
-    cluster = FailoverPBSCluster(cores=2, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
+    # A frozen node is looked at with pinned probe jobs, which need room beside the job: one-cpu jobs then.
+    cores = 1 if mode == "freeze" else 2
+    cluster = FailoverPBSCluster(cores=cores, processes=1, memory="500MB", walltime="00:10:00", hosts=nodes, **multi,
                                  **spares,
                                  run_dir=work / "wf", log_directory=str(work / "logs"),
                                  # -V: the job gets this environment (PYTHONPATH, PBS_CONF_FILE); a PBS job's
@@ -211,6 +246,8 @@ def main(work: Path, address: str, nodes: list[str], mode: str = "crash") -> int
             result = mpi_spare(cluster, client, work)
         elif multi:
             result = sister_dies(cluster, client, work, float(mode.partition(":")[2] or 50))
+        elif mode == "freeze":
+            result = freeze_under_load(cluster, client, work)
         else:
             result = crash_under_load(cluster, client, work)
         (work / "result.json").write_text(json.dumps(result, default=str))

@@ -38,10 +38,11 @@ def _wait_for_file(path: Path, proc: subprocess.Popen[bytes], timeout_s: float) 
 
 
 def run_flow(bed: Bed, script: Path, work: Path, *args: str, start_s: float = 150,
-             timeout_s: float = 240) -> tuple[dict[str, Any], float]:
-    """Run ``script WORK ADDRESS ARGS...`` in the bed, crash the node it names; (its result, the seconds from
-    its start to its exit). Its process group is killed on any failure; the bed's own clean-up then deletes
-    every PBS job it left (``Bed.settled`` qdels them), and a crashed node has the bed rebuilt."""
+             timeout_s: float = 240, fault: str = "crash") -> tuple[dict[str, Any], float]:
+    """Run ``script WORK ADDRESS ARGS...`` in the bed, crash (or, ``fault="freeze"``, freeze) the node it names;
+    (its result, the seconds from its start to its exit). Its process group is killed on any failure; the bed's
+    own clean-up then deletes every PBS job it left (``Bed.settled`` qdels them), and a crashed or frozen node has
+    the bed rebuilt (a frozen one is thawed first, whatever happened)."""
     argv = [sys.executable, str(script), str(work), str(bed.layout.address(HEAD)), *args]
     # The workers import hotspare_dask.preload / hotspare_parsl through the jobs' environment (qsub -V).
     env = dict(bed.env, PYTHONPATH=os.pathsep.join(str(ROOT / d) for d in ("src", "adapters", "tests")))
@@ -50,9 +51,14 @@ def run_flow(bed: Bed, script: Path, work: Path, *args: str, start_s: float = 15
     with (work / "flow.log").open("wb") as log:
         proc = subprocess.Popen(bed.argv(argv), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work,
                                 start_new_session=True)
+        frozen = None
         try:
             victim = json.loads(_wait_for_file(work / "victim.json", proc, start_s).read_text())["victim"]
-            bed.crash(victim)
+            if fault == "freeze":
+                bed.freeze(victim)
+                frozen = victim
+            else:
+                bed.crash(victim)
             (work / "crashed").touch()
             proc.wait(timeout=timeout_s)
             assert proc.returncode == 0, (work / "flow.log").read_text()[-3000:]
@@ -61,3 +67,5 @@ def run_flow(bed: Bed, script: Path, work: Path, *args: str, start_s: float = 15
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
+            if frozen is not None:
+                bed.thaw(frozen)

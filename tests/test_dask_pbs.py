@@ -39,6 +39,28 @@ def test_a_crashed_moms_job_comes_back_pinned_to_the_free_node(pbs_bed: Bed, tmp
           f"{result['back_s']:.1f} s after the crash; the workflow took {took_s:.1f} s")
 
 
+def test_a_frozen_node_is_found_by_probe_jobs_placed_there_and_never_run(pbs_bed: Bed, tmp_path: Path) -> None:
+    """PBS never marks a frozen MOM down (it stays ``free``), and no probe runs inside a job from outside. 3 one-cpu
+    jobs under a stream; a node holding one of them is frozen (every process SIGSTOPped, sockets open). Its worker
+    goes silent; the look pins a probe job to the node twice: PBS sends each there and the node never runs it,
+    while the control's runs (or, on a full node, says nothing): two signals. The worker is removed from the
+    scheduler, its tasks run elsewhere uncounted, the node quarantined on the probes' evidence, the job replaced
+    off the node."""
+    result, took_s = run_flow(pbs_bed, FLOW, tmp_path, ",".join(pbs_bed.nodes), "freeze", fault="freeze")
+    victim = result["victim"]
+    assert result["results_ok"]
+    assert [q[:2] for q in result["quarantine"]] == [[victim, "probed"]]
+    missed = [d for kind, host, d in result["observed"] if kind == "probe" and host == victim
+              and "did not end within" in d and "said nothing" not in d]
+    assert len(missed) >= 2, result["observed"]
+    assert any(kind == "silence" and host == victim and d.startswith("node fault") for kind, host, d in
+               result["observed"])
+    assert result["new_job"]["exec_host"].split("/")[0] != victim
+    assert not any(counted for *_, counted in result["spared"])
+    print(f"froze {victim}: worker removed {result['removed_s']:.1f} s, quarantined {result['quarantined_s']:.1f} s "
+          f"after the freeze; the workflow took {took_s:.1f} s")
+
+
 def test_a_crashed_moms_job_is_replaced_by_the_spare_at_once(pbs_bed: Bed, tmp_path: Path) -> None:
     """spare_jobs=1 on PBS: 2 jobs and a spare (its worker connected, held paused: no task) under a stream; an
     active job's MOM is crashed. The spare's worker is running tasks again as the lost worker leaves; the lost

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from hotspare import Host
-from hotspare.act.pbs_probe import ProbeJob, judge_probe_job, parse_probe_job, probe_job_argv, probe_pbs_hosts
+from hotspare.act.pbs_probe import (
+    ProbeJob,
+    judge_probe_job,
+    parse_probe_job,
+    probe_job_argv,
+    probe_pbs_counted,
+    probe_pbs_hosts,
+)
 from hotspare.act.runner import Completed
 
 
@@ -115,3 +122,27 @@ def test_a_probe_job_qdel_could_not_delete_is_said(tmp_path: Path) -> None:
     assert not result.ok
     assert result.detail.endswith("; qdel -W force failed (35: qdel: Server could not connect to MOM 1.head): the job "
                                   "may remain, delete it by hand")
+
+
+def test_a_look_counts_only_probe_jobs_placed_on_their_node(tmp_path: Path) -> None:
+    """For a look at a silent node (probe_pbs_counted): p1's job was sent to p1 and never ended (a frozen MOM takes
+    a job and never starts it): a missed probe that counts; p2's ran and exited 0: an answer; p3's never left the
+    queue (the node full) and p4's was refused: they said nothing of their nodes, and are not counted."""
+    pbs = Scripted({
+        "1.head": [{"job_state": "R", "substate": 41, "exec_host": "p1/0"}],
+        "2.head": [{"job_state": "F", "Exit_status": 0, "exec_host": "p2/0"}],
+        "3.head": [{"job_state": "Q", "comment": "Not Running: Insufficient amount of resource: ncpus"}],
+    })
+    said, nothing = probe_pbs_counted([Host("p1"), Host("p2"), Host("p3")], tmp_path, timeout_s=4.0, run=pbs,
+                                      clock=lambda: pbs.now, sleep=pbs.sleep)
+    assert [(r.host.raw, r.ok) for r in said] == [("p1", False), ("p2", True)]
+    assert "started on p1 but did not end within 4 s: deleted" in said[0].detail
+    assert [(r.host.raw, r.ok) for r in nothing] == [("p3", False)]
+    assert "did not start" in nothing[0].detail
+    refused = Scripted({"4.head": [{"job_state": "Q"}]}, refuse=True)
+    said, nothing = probe_pbs_counted([Host("p4")], tmp_path, timeout_s=2.0, run=refused,
+                                      clock=lambda: refused.now, sleep=refused.sleep)
+    assert said == [] and [r.host.raw for r in nothing] == ["p4"]
+    # Each probe writes its jobs' output under a directory of its own (two rounds of a look run at once).
+    outputs = {a[a.index("-o") + 1] for a in pbs.argvs + refused.argvs if a[0] == "qsub"}
+    assert len({str(Path(o).parent) for o in outputs}) == 2

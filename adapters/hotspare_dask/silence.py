@@ -128,6 +128,9 @@ class NodeEvidence:
     node_state: str
     #: The scheduler's word on the lead's job, asked after the probes (None: it could not be asked).
     job: JobFacts | None
+    #: Probes that said nothing of their node (on PBS: a pinned probe job never placed, the node being full or
+    #: the queue busy): recorded, never counted.
+    uncounted: tuple[ProbeResult, ...] = ()
 
 
 def look_of(evidence: NodeEvidence) -> NodeLook:

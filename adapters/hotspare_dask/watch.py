@@ -26,7 +26,6 @@ from typing import Any
 from tornado.ioloop import PeriodicCallback
 
 from hotspare import (
-    QUICK_PROBE_S,
     Host,
     Ledger,
     NodeFinding,
@@ -34,8 +33,7 @@ from hotspare import (
     SchedulerKind,
     SchedulerQuery,
     judge_host_lost,
-    probe_in_jobs_slurm,
-    probe_twice,
+    probe_look,
     unhealthy,
 )
 from hotspare_dask.loss import LostWorker, Replacement, decide_replacement, identity_host, within_budget
@@ -220,22 +218,19 @@ class SilenceWatch:
                             avoid=bad | self._silent_hosts | self._looking)
 
     def _gather(self, lead: Lead, control: tuple[Host, str] | None) -> NodeEvidence:
-        """Two quick probes of the lead's node inside its job (beside the control) and the scheduler's word on the
-        node, at once; then the job's state (a probe of a job that ended proves nothing). Runs in a thread."""
+        """Two quick probes of the lead's node beside the control (:func:`hotspare.probe_look`: on SLURM a step
+        inside its job, on PBS a job pinned to it) and the scheduler's word on the node, at once; then the job's
+        state (a probe of a job that ended proves nothing). Runs in a thread."""
         jobs = {lead.host: lead.job_id, **({control[0]: control[1]} if control is not None else {})}
-        timeout_s = min(QUICK_PROBE_S, self.probe_timeout_s)
         workdir = self.run_dir / "probes" / lead.host.name
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-ask") as ex:
             asked = ex.submit(self._query.node_states, [lead.host])
-            if self.scheduler_kind is SchedulerKind.SLURM:
-                rounds = probe_twice(lambda: probe_in_jobs_slurm(jobs, workdir, timeout_s=timeout_s,
-                                                                 run=self._query.run), sleep=self._sleep)
-            else:  # PBS: no probe can be run from here (pbs_tmrsh works only inside the job)
-                rounds = ([], [])
+            probes = probe_look(jobs, self.scheduler_kind, workdir, timeout_s=self.probe_timeout_s,
+                                run=self._query.run, sleep=self._sleep)
             states = asked.result()
         facts = self._query.job_facts(lead.job_id)
-        return NodeEvidence(lead, tuple(tuple(r) for r in rounds if r), control[0] if control else None,
-                            states.get(lead.host, ""), facts)
+        return NodeEvidence(lead, probes.rounds, control[0] if control else None, states.get(lead.host, ""), facts,
+                            probes.uncounted)
 
     def _record_look(self, evidence: NodeEvidence, finding: NodeFinding) -> None:
         """Each answer in the workflow's ledger as it came, and the finding; said on the log when it evicts."""
@@ -246,6 +241,10 @@ class SilenceWatch:
                     control = " (control)" if r.host == evidence.control else ""
                     self._ledger.observe(0, now, "probe", r.host.name, f"{evidence.lead.why}{control}, probe {turn}: "
                                          f"{r.detail}")
+            for r in evidence.uncounted:
+                control = " (control)" if r.host == evidence.control else ""
+                self._ledger.observe(0, now, "probe", r.host.name, f"{evidence.lead.why}{control}: {r.detail} "
+                                     "(said nothing of the node: not counted)")
             if unhealthy(evidence.node_state):
                 self._ledger.observe(0, now, "scheduler", finding.host.name, f"reported {evidence.node_state} "
                                      f"{evidence.lead.when}")

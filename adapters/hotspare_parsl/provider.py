@@ -414,6 +414,10 @@ class FailoverProvider(BlockJudging, ExecutionProvider):
             for r in answers:
                 control = " (control)" if r.host == evidence.control else ""
                 self.observe("probe", r.host, f"{evidence.lead.why}{control}, probe {turn}: {r.detail}")
+        for r in evidence.uncounted:
+            control = " (control)" if r.host == evidence.control else ""
+            self.observe("probe", r.host, f"{evidence.lead.why}{control}: {r.detail} (said nothing of the node: "
+                         "not counted)")
         if unhealthy(evidence.node_state):
             self.observe("scheduler", finding.host, f"reported {evidence.node_state} {evidence.lead.when}")
         self.observe("silence", finding.host, f"{'node fault' if finding.dead else 'not evicted'}: {finding.why}")

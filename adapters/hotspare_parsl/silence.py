@@ -121,6 +121,9 @@ class NodeEvidence:
     node_state: str
     #: The scheduler's word on the block's job, asked after the probes (None: it could not be asked).
     job: JobFacts | None
+    #: Probes that said nothing of their node (on PBS: a pinned probe job never placed, the node full or the queue
+    #: busy): recorded, never counted.
+    uncounted: tuple[ProbeResult, ...] = ()
 
 
 def judge_node(evidence: NodeEvidence, earlier: Sequence[str] = ()) -> NodeFinding:

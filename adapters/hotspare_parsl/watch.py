@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from hotspare import QUICK_PROBE_S, Host, NodeFinding, SchedulerKind, probe_in_jobs_slurm, probe_twice
+from hotspare import Host, NodeFinding, SchedulerKind, probe_look
 from hotspare_parsl.interchange import EXPIRE, MANAGERS
 from hotspare_parsl.silence import Lead, NodeEvidence, find_leads, judge_node, parse_managers, pick_control
 
@@ -126,22 +126,20 @@ class BlockWatch:
                 self._looking.discard(lead.host)
 
     def _gather(self, lead: Lead, control: tuple[Host, str] | None) -> NodeEvidence:
-        """Two quick probes inside the block's job (beside the control) and the scheduler's word on the node at
-        once; then the job's state (a probe of a job that ended proves nothing)."""
+        """Two quick probes of the block's node beside the control (:func:`hotspare.probe_look`: on SLURM a step
+        inside the block's job, on PBS a job pinned to the node) and the scheduler's word on the node at once; then
+        the job's state (a probe of a job that ended proves nothing)."""
         query = self.provider.query
         jobs = {lead.host: lead.job_id, **({control[0]: control[1]} if control is not None else {})}
-        timeout_s = min(QUICK_PROBE_S, self.provider.probe_timeout_s)
         workdir = self.provider.run_dir / "probes" / lead.host.name
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-ask") as ex:
             asked = ex.submit(query.node_states, [lead.host])
-            if query.kind is SchedulerKind.SLURM:
-                rounds = probe_twice(lambda: probe_in_jobs_slurm(jobs, workdir, timeout_s=timeout_s, run=query.run))
-            else:  # PBS, local: no probe can be run from here
-                rounds = ([], [])
+            kind = query.kind if isinstance(query.kind, SchedulerKind) else None  # "local": no probe from here
+            probes = probe_look(jobs, kind, workdir, timeout_s=self.provider.probe_timeout_s, run=query.run)
             states = asked.result()
         facts = query.job_facts(lead.job_id) if query.kind else None
-        return NodeEvidence(lead, tuple(tuple(r) for r in rounds if r), control[0] if control else None,
-                            states.get(lead.host, ""), facts)
+        return NodeEvidence(lead, probes.rounds, control[0] if control else None, states.get(lead.host, ""), facts,
+                            probes.uncounted)
 
     # -- act ---------------------------------------------------------------------------------------------
     def _evict(self, lead: Lead, finding: NodeFinding, evidence: NodeEvidence) -> None:

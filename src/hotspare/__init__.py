@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
     from hotspare.act.life import LOOK_EVERY_S, QuarantineLife
+    from hotspare.act.look import LookProbes, probe_look
     from hotspare.act.node_states import unhealthy
+    from hotspare.act.pbs_probe import PBS_QUICK_PROBE_S, probe_pbs_counted
     from hotspare.act.probe import (
         QUICK_PROBE_GAP_S,
         QUICK_PROBE_S,
@@ -106,6 +108,8 @@ _WHERE: dict[str, str] = {
         ),
         ("hotspare.act.runner", "StopCause"),
         ("hotspare.act.node_states", "unhealthy"),
+        ("hotspare.act.look", "LookProbes probe_look"),
+        ("hotspare.act.pbs_probe", "PBS_QUICK_PROBE_S probe_pbs_counted"),
         ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts"),
         ("hotspare.decide.judge",
          "ANSWERED_RELOOK_S RELOOK_S SIGNAL_PROBE SIGNAL_SCHEDULER NodeFinding NodeLook ended_for_the_node judge_look "
@@ -164,6 +168,7 @@ __all__ = [
     "HOOK_EXIT",
     "HOOK_FAILED",
     "LOOK_EVERY_S",
+    "PBS_QUICK_PROBE_S",
     "QUICK_PROBE_GAP_S",
     "QUICK_PROBE_S",
     "RELOOK_S",
@@ -198,6 +203,7 @@ __all__ = [
     "JobRow",
     "LauncherKind",
     "Ledger",
+    "LookProbes",
     "NodeFinding",
     "NodeLook",
     "ObservationRow",
@@ -247,6 +253,8 @@ __all__ = [
     "pin_pbs_hosts",
     "probe_hosts",
     "probe_in_jobs_slurm",
+    "probe_look",
+    "probe_pbs_counted",
     "probe_suspects_slurm",
     "probe_twice",
     "probes_count",

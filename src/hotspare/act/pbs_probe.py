@@ -16,6 +16,7 @@ Every command goes through the caller's runner (the adapters' scheduler runner);
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from hotspare.hosts import Host
 
 #: How often the probe jobs' states are read while waiting for them (seconds).
 POLL_S = 0.5
+#: A probe job's deadline in a look at a silent node (seconds): a pinned job on a live node is queued, placed,
+#: run and recorded as finished within a few seconds (1-2 s on the test bed; a site's prologue hooks add theirs).
+PBS_QUICK_PROBE_S = 8.0
 #: The probe job's name, as ``qstat`` lists it.
 PROBE_JOB_NAME = "hotspare-probe"
 
@@ -110,13 +114,39 @@ def probe_pbs_hosts(hosts: Sequence[Host], workdir: Path, *, timeout_s: float, r
                     sleep: Callable[[float], None] = time.sleep) -> list[ProbeResult]:
     """Probe each host with a pinned job (see the module), all at once; results in the order of ``hosts``.
     Returns within about ``timeout_s`` (plus one ``qdel``) whatever PBS does."""
+    return [result for result, _ in _probe(hosts, workdir, timeout_s=timeout_s, run=run, clock=clock, sleep=sleep)]
+
+
+def probe_pbs_counted(hosts: Sequence[Host], workdir: Path, *, timeout_s: float, run: Run,
+                      clock: Callable[[], float] = time.monotonic,
+                      sleep: Callable[[float], None] = time.sleep) -> tuple[list[ProbeResult], list[ProbeResult]]:
+    """:func:`probe_pbs_hosts` for a look at a silent node, whose answers are signals of the two-signal rule:
+    (the answers that say something of their node, the probes that said nothing), each in the order of ``hosts``.
+
+    A probe job says something of its node when PBS placed it there: it ran and ended (exit 0: the node answered;
+    anything else: the node failed it), or it was sent to the node and never ended within ``timeout_s`` (a MOM
+    that takes a job and never runs it: how a frozen node, which PBS never marks down, shows). A job that was
+    never placed (the node full, the queue busy) or never submitted says nothing, and must not count as a
+    missed probe."""
+    said: list[ProbeResult] = []
+    nothing: list[ProbeResult] = []
+    for result, placed in _probe(hosts, workdir, timeout_s=timeout_s, run=run, clock=clock, sleep=sleep):
+        (said if placed else nothing).append(result)
+    return said, nothing
+
+
+def _probe(hosts: Sequence[Host], workdir: Path, *, timeout_s: float, run: Run, clock: Callable[[], float],
+           sleep: Callable[[float], None]) -> list[tuple[ProbeResult, bool]]:
+    """Each host's answer and whether its probe job was placed on it (it started or ended there)."""
     workdir.mkdir(parents=True, exist_ok=True)
+    # Each probe writes its job's output under a directory of its own: two looks may probe at once.
+    outdir = Path(tempfile.mkdtemp(prefix="pbs-probe-", dir=workdir))
     started = clock()
     deadline = started + timeout_s
     jobs: dict[Host, str] = {}
     results: dict[Host, ProbeResult] = {}
     for index, host in enumerate(hosts):
-        done = run(probe_job_argv(host, workdir / f"pbs-probe-{index}.out"), max(1.0, deadline - clock()))
+        done = run(probe_job_argv(host, outdir / f"{index}.out"), max(1.0, deadline - clock()))
         job_id = done.stdout.strip().splitlines()[-1].strip() if done.ok and done.stdout.strip() else ""
         if job_id:
             jobs[host] = job_id
@@ -145,4 +175,5 @@ def probe_pbs_hosts(hosts: Sequence[Host], workdir: Path, *, timeout_s: float, r
         for host in left:
             judged = judge_probe_job(host, jobs[host], last[host], timed_out=True, waited_s=clock() - started)
             results[host] = ProbeResult(host, judged.ok, judged.detail + failed)
-    return [results[h] for h in hosts]
+    placed = {h for h, job in last.items() if job is not None and (job.finished or job.started)}
+    return [(results[h], h in placed) for h in hosts]
