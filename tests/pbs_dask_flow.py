@@ -153,11 +153,15 @@ def freeze_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) -
     (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
     wait_for("the test to freeze the node", (work / "crashed").exists, 60)
     frozen = time.monotonic()
+    print(f"froze {victim} ({victim_worker}, job {old_id})", flush=True)
     wait_for("the frozen worker removed", lambda: victim_worker not in worker_hosts(cluster), 90)
     removed = time.monotonic()
+    print(f"worker removed at {removed - frozen:.1f} s", flush=True)
     wait_for("the frozen node quarantined", lambda: Host(victim) in cluster.quarantine.hosts(), 60)
     quarantined = time.monotonic()
+    print(f"quarantined at {quarantined - frozen:.1f} s", flush=True)
     results = [f.result(timeout=120) for f in futures]
+    print(f"results at {time.monotonic() - frozen:.1f} s", flush=True)
     wait_for("the replacement job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
              60)
     new_id = str(cluster.workers[victim_job].job_id)

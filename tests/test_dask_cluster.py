@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ from hotspare_dask import (
     choose_pin,
     pin_pbs_header,
 )
+from hotspare_dask import jobs as jobs_module
 from hotspare_dask.jobs import build_pbs_no_rerun
 from hotspare_dask.loss import LostWorker, decide_replacement, judge_lost, settled, still_lost, within_budget
 from hotspare_dask.placement import job_log_files, job_of
@@ -884,3 +886,28 @@ def test_expired_quarantine_comes_back_only_after_a_passing_probe(tmp_path: Path
 def test_probe_timeout_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="probe_timeout_s"):
         FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path, probe_timeout_s=0, scheduler_options=LOOPBACK)
+
+
+def test_a_cancel_that_never_returns_is_killed_and_forced(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    """PBS's qdel of a job whose MOM is frozen never returns: the cancel is bounded (CANCEL_S), killed, and the
+    force command tried; when that returns the job is deleted, when it hangs too the log says the job may remain.
+    Real processes: ``sleep`` stands for the hanging qdel."""
+    monkeypatch.setattr(jobs_module, "CANCEL_S", 0.5)
+
+    class Forced(jobs_module.FailoverPBSJob):
+        force_cancel = ("true",)
+
+    class Stuck(jobs_module.FailoverPBSJob):
+        force_cancel = ("sh", "-c", "sleep 30")  # the job id after it is the shell's $0
+
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="hotspare_dask.jobs"):
+        asyncio.run(Forced._close_job("7.head", "sh -c 'sleep 30'"))
+        asyncio.run(Stuck._close_job("8.head", "sh -c 'sleep 30'"))
+    assert time.monotonic() - started < 10  # two bounded cancels, never the 30 s of either
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("hotspare: sh -c sleep 30 7.head did not return within 0 s") and m.endswith("true deleted it")
+               for m in said), said
+    assert any("batch job 8.head may remain, delete it by hand" in m for m in said), said
+    asyncio.run(Forced._close_job("9.head", "true"))  # a cancel that returns: nothing more, nothing said
+    assert len(caplog.records) == 2

@@ -154,7 +154,9 @@ def test_the_finding_names_every_answer() -> None:
 
 
 @pytest.mark.parametrize(("state", "counts"), [("RUNNING", True), ("running", True), ("COMPLETING", False),
-                                               ("NODE_FAIL", False), ("PENDING", False), ("R", False)])
+                                               ("NODE_FAIL", False), ("PENDING", False),
+                                               # PBS's job_state letters: R runs; E exiting, Q queued, F finished
+                                               ("R", True), ("E", False), ("Q", False), ("F", False)])
 def test_probes_count_only_while_the_job_runs(state: str, counts: bool) -> None:
     assert probes_count(JobFacts("1", state)) is counts
 

@@ -23,12 +23,17 @@ only reserved, for the task's MPI launch and its spares.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
 import re
 import shlex
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dask.config
 from dask_jobqueue.pbs import PBSJob
@@ -36,6 +41,13 @@ from dask_jobqueue.slurm import SLURMJob
 
 from hotspare_dask.mpi import RUN_DIR_ENV
 from hotspare_dask.placement import Placement, build_slurm_exclude, pin_pbs_header
+
+log = logging.getLogger(__name__)
+
+#: The longest a job's cancel command may take (seconds). PBS's ``qdel`` of a job whose mother superior MOM is
+#: frozen never returns (seen on the bed; the MOM takes the connection and never answers): unbounded, it held the
+#: cluster's close for ever.
+CANCEL_S = 20.0
 
 
 def check_job_nodes(job_nodes: object) -> int:
@@ -112,7 +124,47 @@ def run_dir_on_worker(kwargs: dict[str, Any], config_name: str, run_dir: Path) -
     return out
 
 
-class FailoverSLURMJob(SLURMJob):
+class _BoundedCancel:
+    """A job whose cancel cannot hang the cluster: dask-jobqueue runs the cancel command and waits for it with no
+    bound. Here it gets :data:`CANCEL_S`; then it is killed, :attr:`force_cancel` is tried the same way (PBS:
+    ``qdel -W force``, which deletes without the MOM's word), and what is left is said on the log."""
+
+    #: A second cancel command, for a job whose first one did not return (None: none).
+    force_cancel: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    async def _close_job(cls, job_id: str, cancel_command: str) -> None:
+        if not job_id:
+            return
+        argv = [*shlex.split(cancel_command), job_id]
+        if await _bounded(argv) or cls.force_cancel is None:
+            return
+        if await _bounded([*cls.force_cancel, job_id]):
+            log.warning("hotspare: %s did not return within %.0f s (the job's node is not answering); %s deleted it",
+                        " ".join(argv), CANCEL_S, " ".join(cls.force_cancel))
+            return
+        log.warning("hotspare: neither %s nor %s returned within %.0f s: batch job %s may remain, delete it by hand",
+                    " ".join(argv), " ".join(cls.force_cancel), CANCEL_S, job_id)
+
+
+async def _bounded(argv: list[str]) -> bool:
+    """Run a cancel command for at most :data:`CANCEL_S`: whether it returned (its exit status aside: a job already
+    gone makes it fail, as dask-jobqueue lets it). Killed at the deadline."""
+    # Its own session, so the kill reaches whatever it started; no pipes, which a child could hold open.
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                                                start_new_session=True)
+    try:
+        await asyncio.wait_for(proc.wait(), CANCEL_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return False
+    return True
+
+
+class FailoverSLURMJob(_BoundedCancel, SLURMJob):
     """A SLURM job kept off the placement's hosts (``#SBATCH --exclude=``; SLURM cannot pin and exclude
     differently per job otherwise), on ``job_nodes`` nodes."""
 
@@ -130,7 +182,7 @@ class FailoverSLURMJob(SLURMJob):
             self.job_header = f"{self.job_header}\n{line}"
 
 
-class FailoverPBSJob(PBSJob):
+class FailoverPBSJob(_BoundedCancel, PBSJob):
     """A PBS job pinned to the placement's host (``select=1:host=H:...``): PBS Pro has no "not on host X"
     select syntax, so the only way to keep a job off a dead node is to name a good one. A job of
     ``job_nodes`` > 1 is placed by PBS (see the module's docstring). Every job is ``#PBS -r n``
@@ -142,6 +194,7 @@ class FailoverPBSJob(PBSJob):
 
     job_header: str
     job_id_regexp = r"(?P<job_id>\d+(?:\.[A-Za-z0-9_.-]+)?)"
+    force_cancel: ClassVar[tuple[str, ...] | None] = ("qdel", "-W", "force")
 
     def __init__(self, *args: Any, placement: Placement | None = None, job_nodes: int = 1, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # dask-jobqueue is untyped

@@ -225,9 +225,14 @@ class NodeFinding:
 
 
 def probes_count(job: JobFacts | None) -> bool:
-    """Whether a missed probe says anything about the node (pure): the probe is a step of the node's job, which
-    fails on a healthy node once the job has ended, so only a job the scheduler still calls RUNNING counts."""
-    return job is not None and job.state.upper().startswith("RUNNING")
+    """Whether a missed probe says anything about the node (pure): on SLURM the probe is a step of the node's job,
+    which fails on a healthy node once the job has ended; on PBS a job pinned to the node, which a node whose job
+    ended may take for other work. So only a job the scheduler still calls running counts: SLURM's RUNNING, PBS's
+    ``R``."""
+    if job is None:
+        return False
+    state = job.state.strip().upper()
+    return state.startswith("RUNNING") or state == "R"
 
 
 def ended_for_the_node(look: NodeLook) -> bool:
