@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hotspare import Host
+from hotspare import SIGNAL_PROBE, Host, JobFacts, NodeLook, SchedulerKind, judge_look, probe_look
 from hotspare.act.pbs_probe import (
     ProbeJob,
     judge_probe_job,
@@ -146,3 +146,23 @@ def test_a_look_counts_only_probe_jobs_placed_on_their_node(tmp_path: Path) -> N
     # Each probe writes its jobs' output under a directory of its own (two rounds of a look run at once).
     outputs = {a[a.index("-o") + 1] for a in pbs.argvs + refused.argvs if a[0] == "qsub"}
     assert len({str(Path(o).parent) for o in outputs}) == 2
+
+
+def test_a_look_on_pbs_probes_twice_with_pinned_jobs_and_keeps_the_unplaced_apart(tmp_path: Path) -> None:
+    """probe_look on PBS: two rounds of pinned probe jobs (suspect p1 frozen: placed, never ends; control p2 full:
+    never placed). Both rounds count p1's miss; p2's probes are kept apart, uncounted; judged with the core's
+    two-signal rule, p1 is dead. On a batch system with no probe from outside (None): no round at all."""
+    pbs = Scripted({
+        "1.head": [{"job_state": "R", "exec_host": "p1/0"}], "2.head": [{"job_state": "Q"}],
+        "3.head": [{"job_state": "R", "exec_host": "p1/0"}], "4.head": [{"job_state": "Q"}],
+    })
+    # The rounds run in two threads: qsub ids are handed out in turn, so which round gets which pair varies; every
+    # record above says the same of its host, and the clock is real (short deadlines).
+    probes = probe_look({Host("p1"): "9.head", Host("p2"): "8.head"}, SchedulerKind.PBS, tmp_path, timeout_s=1.0,
+                        run=pbs)
+    assert [[(r.host.raw, r.ok) for r in answers] for answers in probes.rounds] == [[("p1", False)], [("p1", False)]]
+    assert sorted((r.host.raw, r.ok) for r in probes.uncounted) == [("p2", False), ("p2", False)]
+    finding = judge_look(NodeLook(Host("p1"), "9.head", "its worker w silent for 3.2 s", "while silent",
+                                  probes.rounds, Host("p2"), "free", JobFacts("9.head", "R")))
+    assert finding.dead and finding.signals == (SIGNAL_PROBE, SIGNAL_PROBE)
+    assert probe_look({Host("p1"): "9.head"}, None, tmp_path, timeout_s=1.0, run=pbs).rounds == ()
