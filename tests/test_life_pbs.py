@@ -46,6 +46,8 @@ def test_a_node_seen_down_then_free_is_readmitted_after_its_pinned_probe(pbs_bed
     the next look sees it ``free`` after down, submits a job pinned to p3, which runs there and exits 0, and p3
     is readmitted, with the probe's evidence in the ledger and on the log. p4 is still down: not probed, kept."""
     ledger, quarantine, life, said = _life(pbs_bed, tmp_path / "wf", probe_timeout_s=30)
+    # Probe jobs of earlier tests on this bed stay in PBS's history (qselect -x): only this test's count here.
+    earlier = set(pbs_bed.run(["qselect", "-x", "-N", "hotspare-probe"]).split())
     try:
         for node in ("p3", "p4"):
             quarantine.add(Host(node), QuarantineReason.SCHEDULER, ttl_s=4 * 3600, detail="pbsnodes: down")
@@ -67,7 +69,7 @@ def test_a_node_seen_down_then_free_is_readmitted_after_its_pinned_probe(pbs_bed
         assert host == "p3" and detail.endswith("readmitted")
         assert any(line.startswith("hotspare: quarantined host p3: back in service") for line in said)
         # The probe was a real PBS job pinned to p3, and it is over.
-        jobs = pbs_bed.run(["qselect", "-x", "-N", "hotspare-probe"]).split()
+        jobs = [j for j in pbs_bed.run(["qselect", "-x", "-N", "hotspare-probe"]).split() if j not in earlier]
         assert len(jobs) == 1
         record = pbs_bed.run(["qstat", "-x", "-f", jobs[0]])
         assert "exec_host = p3/" in record and "Exit_status = 0" in record
