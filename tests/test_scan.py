@@ -466,6 +466,10 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     (b"localhost: ", None),
     (b"3: ", None),
     (b"", None),
+    # Ray's prefix of a relayed worker or raylet line names the node by address
+    (b"(train_lm_task pid=39298, ip=10.130.0.55) ", "10.130.0.55"),
+    (b"(raylet, ip=10.0.1.7) ", "10.0.1.7"),
+    (b"(pid=4242) ", None),
 ])
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
     """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix

@@ -49,6 +49,11 @@ def takes_prefix(pattern: Pattern) -> bool:
 # pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
 _PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
 _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+# Ray puts "(name pid=N, ip=A.B.C.D) " (or "(raylet, ip=...)") before every line a worker or raylet relays to the
+# driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs).
+_RAY_PREFIX = re.compile(
+    rb"[ \t]{0,4}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
+    rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\) ")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: ")
 # Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
@@ -61,11 +66,15 @@ _NOT_A_NODE = re.compile(
 
 
 def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
-    """The host of a pdsh-style ``host: `` prefix of ``line`` ending at or before offset ``before`` (where the
-    pattern matched), or ``(None, None)``. Taken only when it must be a node's name: an IPv4 address, or a name
-    with a digit that does not start with one (a date, a time, a rank number do) and is not a device, a rank
-    or a counter (``eth0``, ``rank3``, ``epoch2``); a name without a digit (``slurmstepd``, ``srun``, a Python
-    module) never is. (pure)"""
+    """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix) of ``line``
+    ending at or before offset ``before`` (where the pattern matched), or ``(None, None)``. Taken only when it
+    must be a node's name: an IPv4 address, or a name with a digit that does not start with one (a date, a time,
+    a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``); a name without
+    a digit (``slurmstepd``, ``srun``, a Python module) never is. (pure)"""
+    ray = _RAY_PREFIX.match(line)
+    if ray is not None and ray.end() <= before:  # Ray's "(worker pid=N, ip=A.B.C.D) ": the node that printed it
+        (host,) = _hosts(ray.group(1).decode("latin-1"), False)
+        return ANONYMOUS if host is None else (host, host.raw)
     found = _PREFIX.match(line)
     if found is None or found.end() > before or _SHELL_LINE.match(line, found.end()):
         return ANONYMOUS  # (bash names the script, not a node: "run.sh: line 9: 21923 Aborted")
@@ -111,7 +120,8 @@ _IN_URL = re.compile(rb"(?:https?|ftp)://$")
 # Text written where a host name would be, standing for one: documentation, redacted pastes, defaults.
 _PLACEHOLDER = re.compile(
     r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
-    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+",
+    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+"
+    r"|[a-z]+[-_]x",  # "worker-X", "node_X": a name with X where its number goes
     re.IGNORECASE,
 )
 _NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")  # noqa: S104 -- compared against, never bound

@@ -247,7 +247,7 @@ class Scanner:
                 if match is None:
                     continue
                 if plain and (self._records.bump((pattern.qualname, None)) if group is None else self._records.bump_all(
-                        pattern.qualname, named_hosts(match, line, group, pattern.hostlist))):
+                        pattern.qualname, self._named(index, match, line, group))):
                     continue
                 evidence = line_evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
@@ -297,6 +297,14 @@ class Scanner:
             matched.append((pattern.qualname, match.end()))
             self._add(line_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
         return matched
+
+    def _named(self, index: int, match: Any, line: bytes, group: int) -> list[tuple[Host | None, str | None]]:
+        """The hosts a match names, as :func:`line_evidence` records them: a host group that took no part in the
+        match leaves the line's prefix host, where the pattern takes one (so repeats from two nodes count apart)."""
+        named = named_hosts(match, line, group, self.patterns.event_patterns[index].hostlist)
+        if named == [ANONYMOUS] and self._prefixed(index):
+            named = [prefix_host(line, match.start())]
+        return named
 
     def _prefixed(self, index: int) -> bool:
         """Whether event pattern ``index``'s lines that name no host take a pdsh-style prefix's (looked up once)."""
