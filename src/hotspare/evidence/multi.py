@@ -122,6 +122,7 @@ class HyperscanLines:
         if hyperscan is None:
             raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
         self._fallback = Re2Lines(patterns)
+        self._patterns = patterns
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
         derived = _derived([p.regex for p in patterns.event_patterns], patterns.commonness)
         forms: dict[str, set[int]] = {}
@@ -170,6 +171,30 @@ class HyperscanLines:
 
     def candidates(self, text: bytes) -> list[Candidate]:
         """Candidate lines of ``text`` with the patterns that flagged each."""
+        hits, flagged, probed = self._probe_block(text)
+        if len(flagged) > MAX_FLAGGED:
+            return self._fallback.candidates(text)
+        lines = _Lines(text)
+        for form, ends in probed.items():
+            lines.add_ends(ends, self._probed[form])
+        for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
+            searcher.search(text, lines, self._scratch)
+        at = text.find(_OSC) if any(index == self._osc for index, _ in hits) else -1
+        while at >= 0:
+            lines.add_all(at)
+            at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
+        return lines.result()
+
+    def flagged(self, text: bytes) -> list[str]:
+        """The patterns (qualified names) whose forms a block of ``text`` makes the finder search for: each costs a
+        pass over the block, so ordinary output should flag none."""
+        _, flagged, _ = self._probe_block(text)
+        patterns = self._patterns.event_patterns
+        return sorted(patterns[i].qualname for form in flagged for i in self._form_patterns[form])
+
+    def _probe_block(self, text: bytes) -> tuple[list[tuple[int, int]], set[int], dict[int, list[int]]]:
+        """The probe pass: its hits, the forms flagged (every word of one of their alternatives seen), and where the
+        word-less forms matched."""
         hits: list[tuple[int, int]] = []
         self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
         flagged: set[int] = set()
@@ -184,18 +209,7 @@ class HyperscanLines:
         for form in flagged & self._paired:
             if not any(alt <= seen for alt in self._needs[form]):
                 flagged.discard(form)
-        if len(flagged) > MAX_FLAGGED:
-            return self._fallback.candidates(text)
-        lines = _Lines(text)
-        for form, ends in probed.items():
-            lines.add_ends(ends, self._probed[form])
-        for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
-            searcher.search(text, lines, self._scratch)
-        at = text.find(_OSC) if any(index == self._osc for index, _ in hits) else -1
-        while at >= 0:
-            lines.add_all(at)
-            at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
-        return lines.result()
+        return hits, flagged, probed
 
     def _searcher(self, form: int) -> _Searcher:
         searcher = self._searchers.get(form)
