@@ -37,6 +37,19 @@ def _wait_for_file(path: Path, proc: subprocess.Popen[bytes], timeout_s: float) 
     raise AssertionError(f"not within {timeout_s} s: {path.name}")
 
 
+def _read_json(path: Path, timeout_s: float = 10.0) -> dict[str, Any]:
+    """``path``'s JSON once it is whole: the workflow writes it while the test may already see it (read empty
+    once in a full run)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return dict(json.loads(path.read_text()))
+        except ValueError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def run_flow(bed: Bed, script: Path, work: Path, *args: str, start_s: float = 150,
              timeout_s: float = 240, fault: str = "crash") -> tuple[dict[str, Any], float]:
     """Run ``script WORK ADDRESS ARGS...`` in the bed, crash (or, ``fault="freeze"``, freeze) the node it names;
@@ -53,7 +66,7 @@ def run_flow(bed: Bed, script: Path, work: Path, *args: str, start_s: float = 15
                                 start_new_session=True)
         frozen = None
         try:
-            victim = json.loads(_wait_for_file(work / "victim.json", proc, start_s).read_text())["victim"]
+            victim = _read_json(_wait_for_file(work / "victim.json", proc, start_s))["victim"]
             if fault == "freeze":
                 bed.freeze(victim)
                 frozen = victim
