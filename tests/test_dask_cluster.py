@@ -911,3 +911,7 @@ def test_a_cancel_that_never_returns_is_killed_and_forced(monkeypatch: pytest.Mo
     assert any("batch job 8.head may remain, delete it by hand" in m for m in said), said
     asyncio.run(Forced._close_job("9.head", "true"))  # a cancel that returns: nothing more, nothing said
     assert len(caplog.records) == 2
+    with caplog.at_level(logging.INFO, logger="hotspare_dask.jobs"):
+        asyncio.run(Forced._close_job("10.head", "false"))  # one that fails (the job gone): said, not forced
+    assert [r.getMessage() for r in caplog.records[2:]] == [
+        "hotspare: false 10.head exited 1 (the job may have ended already)"]

@@ -148,19 +148,22 @@ class _BoundedCancel:
 
 
 async def _bounded(argv: list[str]) -> bool:
-    """Run a cancel command for at most :data:`CANCEL_S`: whether it returned (its exit status aside: a job already
-    gone makes it fail, as dask-jobqueue lets it). Killed at the deadline."""
+    """Run a cancel command for at most :data:`CANCEL_S`: whether it returned. Killed at the deadline. A non-zero
+    status is said on the log at info level (a job already gone makes qdel/scancel fail, as dask-jobqueue lets it;
+    PBS's "Delete failed" of a job whose MOM is down does too)."""
     # Its own session, so the kill reaches whatever it started; no pipes, which a child could hold open.
     proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
                                                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
                                                 start_new_session=True)
     try:
-        await asyncio.wait_for(proc.wait(), CANCEL_S)
+        rc = await asyncio.wait_for(proc.wait(), CANCEL_S)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         return False
+    if rc != 0:
+        log.info("hotspare: %s exited %d (the job may have ended already)", " ".join(argv), rc)
     return True
 
 
