@@ -8,7 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from hotspare import SIGNAL_PROBE, Host, JobFacts, NodeLook, SchedulerKind, judge_look, probe_look
+from hotspare import (
+    SIGNAL_PROBE,
+    Host,
+    JobFacts,
+    LookProbes,
+    NodeLook,
+    ProbeResult,
+    SchedulerKind,
+    judge_look,
+    look_answers,
+    probe_look,
+)
 from hotspare.act.pbs_probe import (
     ProbeJob,
     judge_probe_job,
@@ -166,3 +177,14 @@ def test_a_look_on_pbs_probes_twice_with_pinned_jobs_and_keeps_the_unplaced_apar
                                   probes.rounds, Host("p2"), "free", JobFacts("9.head", "R")))
     assert finding.dead and finding.signals == (SIGNAL_PROBE, SIGNAL_PROBE)
     assert probe_look({Host("p1"): "9.head"}, None, tmp_path, timeout_s=1.0, run=pbs).rounds == ()
+
+
+def test_a_looks_answers_in_words_mark_the_control_and_the_uncounted() -> None:
+    """look_answers: what the Dask and Parsl watches record of a look, the rounds first, then what said nothing."""
+    probes = LookProbes(((ProbeResult(Host("p1"), False, "no answer"), ProbeResult(Host("p2"), True, "ran")),),
+                        (ProbeResult(Host("p2"), False, "did not start"),))
+    assert look_answers(probes, Host("p2"), "silent 3 s") == [
+        (Host("p1"), "silent 3 s, probe 1: no answer"),
+        (Host("p2"), "silent 3 s (control), probe 1: ran"),
+        (Host("p2"), "silent 3 s (control): did not start (said nothing of the node: not counted)"),
+    ]

@@ -28,11 +28,13 @@ from tornado.ioloop import PeriodicCallback
 from hotspare import (
     Host,
     Ledger,
+    LookProbes,
     NodeFinding,
     Quarantine,
     SchedulerKind,
     SchedulerQuery,
     judge_host_lost,
+    look_answers,
     probe_look,
     unhealthy,
 )
@@ -236,15 +238,9 @@ class SilenceWatch:
         """Each answer in the workflow's ledger as it came, and the finding; said on the log when it evicts."""
         now = time.time()
         with self._db_lock:
-            for turn, answers in enumerate(evidence.rounds, 1):
-                for r in answers:
-                    control = " (control)" if r.host == evidence.control else ""
-                    self._ledger.observe(0, now, "probe", r.host.name, f"{evidence.lead.why}{control}, probe {turn}: "
-                                         f"{r.detail}")
-            for r in evidence.uncounted:
-                control = " (control)" if r.host == evidence.control else ""
-                self._ledger.observe(0, now, "probe", r.host.name, f"{evidence.lead.why}{control}: {r.detail} "
-                                     "(said nothing of the node: not counted)")
+            for host, words in look_answers(LookProbes(evidence.rounds, evidence.uncounted), evidence.control,
+                                            evidence.lead.why):
+                self._ledger.observe(0, now, "probe", host.name, words)
             if unhealthy(evidence.node_state):
                 self._ledger.observe(0, now, "scheduler", finding.host.name, f"reported {evidence.node_state} "
                                      f"{evidence.lead.when}")

@@ -56,6 +56,7 @@ from hotspare import (
     Host,
     HotspareError,
     Ledger,
+    LookProbes,
     NodeFinding,
     PatternSet,
     Quarantine,
@@ -68,6 +69,7 @@ from hotspare import (
     WorkflowRecord,
     judge_host_lost,
     load_patterns,
+    look_answers,
     unhealthy,
 )
 from hotspare_parsl.judging import Block, BlockJudging, Step
@@ -410,14 +412,9 @@ class FailoverProvider(BlockJudging, ExecutionProvider):
 
     def record_look(self, evidence: NodeEvidence, finding: NodeFinding) -> None:
         """Each answer of a look at a block's node as it came, and the finding."""
-        for turn, answers in enumerate(evidence.rounds, 1):
-            for r in answers:
-                control = " (control)" if r.host == evidence.control else ""
-                self.observe("probe", r.host, f"{evidence.lead.why}{control}, probe {turn}: {r.detail}")
-        for r in evidence.uncounted:
-            control = " (control)" if r.host == evidence.control else ""
-            self.observe("probe", r.host, f"{evidence.lead.why}{control}: {r.detail} (said nothing of the node: "
-                         "not counted)")
+        for host, words in look_answers(LookProbes(evidence.rounds, evidence.uncounted), evidence.control,
+                                        evidence.lead.why):
+            self.observe("probe", host, words)
         if unhealthy(evidence.node_state):
             self.observe("scheduler", finding.host, f"reported {evidence.node_state} {evidence.lead.when}")
         self.observe("silence", finding.host, f"{'node fault' if finding.dead else 'not evicted'}: {finding.why}")

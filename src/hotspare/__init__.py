@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers
     from hotspare.act.gateway import ProcessRunner, Runner
     from hotspare.act.launchers import LauncherKind
     from hotspare.act.life import LOOK_EVERY_S, QuarantineLife
-    from hotspare.act.look import LookProbes, probe_look
+    from hotspare.act.look import LookProbes, look_answers, probe_look
     from hotspare.act.node_states import unhealthy
     from hotspare.act.pbs_probe import PBS_QUICK_PROBE_S, probe_pbs_counted
     from hotspare.act.probe import (
@@ -108,7 +108,7 @@ _WHERE: dict[str, str] = {
         ),
         ("hotspare.act.runner", "StopCause"),
         ("hotspare.act.node_states", "unhealthy"),
-        ("hotspare.act.look", "LookProbes probe_look"),
+        ("hotspare.act.look", "LookProbes look_answers probe_look"),
         ("hotspare.act.pbs_probe", "PBS_QUICK_PROBE_S probe_pbs_counted"),
         ("hotspare.act.scheduler", "JobFacts QueryFailure SchedulerKind SchedulerQuery pin_pbs_hosts"),
         ("hotspare.decide.judge",
@@ -249,6 +249,7 @@ __all__ = [
     "judge_task",
     "lead_left",
     "load_patterns",
+    "look_answers",
     "parse_hostfile",
     "pin_pbs_hosts",
     "probe_hosts",

@@ -55,3 +55,15 @@ def probe_look(jobs: Mapping[Host, str], kind: SchedulerKind | None, workdir: Pa
         rounds = probe_twice(pinned, sleep=sleep)
         return LookProbes(tuple(tuple(r) for r in rounds if r), tuple(uncounted))
     return LookProbes(())
+
+
+def look_answers(probes: LookProbes, control: Host | None, why: str) -> list[tuple[Host, str]]:
+    """Each answer of a look in words, for the watches' ledgers (pure): ``(host, words)``, the rounds' answers
+    first ("WHY, probe N: detail", the control marked), then the probes that said nothing of their node."""
+    def who(host: Host) -> str:
+        return " (control)" if host == control else ""
+
+    said = [(r.host, f"{why}{who(r.host)}, probe {turn}: {r.detail}")
+            for turn, answers in enumerate(probes.rounds, 1) for r in answers]
+    return said + [(r.host, f"{why}{who(r.host)}: {r.detail} (said nothing of the node: not counted)")
+                   for r in probes.uncounted]
