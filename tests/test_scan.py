@@ -439,6 +439,29 @@ def test_a_pair_keyed_pattern_is_searched_only_where_both_words_are() -> None:
         b"x\nthe grad norm gone\n", patterns, engine="re2")
 
 
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_only_one_word_of_a_pair_is_probed_and_the_other_is_still_required(ignore_case: bool) -> None:
+    """The probe holds one word of each pair (a pair's second word is often one a log is full of: "rank"); the
+    other is looked for in the blocks where the first is, so a block holding either word alone flags nothing."""
+    need_hyperscan()
+    regex = "(?i)went down hard" if ignore_case else "went down hard"
+    pack = load_pack_text(
+        f'[pack]\nname = "site"\ndoc = "x"\n[[pattern]]\nname = "pair"\nregex = \'{regex}\'\n'
+        'class = "user_error"\nrole = "root"\ndoc = "d"\nexamples = ["it went down hard"]\n', "site.toml")
+    patterns = PatternSet([pack])
+    finder = line_finder(patterns, "hyperscan")
+    assert isinstance(finder, multi.HyperscanLines)
+    ((pair,), _) = multi.form_words(regex, multi.prefilter_form(regex, patterns.commonness), patterns.commonness)
+    assert len(pair) == 2
+    assert len(finder._word_forms) == 1  # one probed word, one looked for
+    line = b"IT WENT DOWN HARD" if ignore_case else b"it went down hard"
+    for word in pair:
+        assert finder.flagged(b"x " + word.encode() + b" y\n" * 3) == []
+    assert finder.flagged(b"x " + b" and ".join(w.encode() for w in pair) + b"\n") == ["site.pair"]
+    assert [(s, e) for s, e, _ in finder.candidates(b"noise\n" + line + b"\n")] == [(6, 6 + len(line))]
+    assert finder.candidates(line[:5] + b" " + line[5:] + b"\n") == []  # "WE NT"
+
+
 def test_the_cli_keeps_freed_blocks_for_big_inputs(tmp_path: Path) -> None:
     """glibc's malloc takes the setting (the CLI asks for it on inputs of 64 MB and more), and a scan after it
     finds the same."""

@@ -130,40 +130,54 @@ class HyperscanLines:
             forms.setdefault(form, set()).add(index)
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
-        words: dict[tuple[str, bool], int] = {}  # probe id of each word
+        # Each form's alternatives: the words a block must hold, one or two (two when one alone would turn up by
+        # chance: see key_words); a form is flagged when every word of one alternative is in the block.
+        alternatives: list[tuple[tuple[tuple[str, bool], ...], ...]] = []
         unkeyed: list[int] = []
-        # Each form's alternatives as the probe ids of the words each needs (one word, or two when one alone would
-        # turn up by chance: see key_words); a form is flagged when every word of one alternative is in the block.
-        needs: list[tuple[frozenset[int], ...]] = []
         for form_index, indices in enumerate(self._form_patterns):
             found = derived[min(indices)][1]  # the form's words: the same for every pattern it is made from
             if found is None:
                 unkeyed.append(form_index)
-                needs.append(())
+                alternatives.append(())
                 continue
             keys, ignore_case = found
-            needs.append(tuple(
-                frozenset(words.setdefault((w.lower() if ignore_case else w, ignore_case), len(words)) for w in key)
-                for key in keys
-            ))
-        word_forms: list[set[int]] = [set() for _ in words]
-        for form_index, needed in enumerate(needs):
-            for alt_ids in needed:
-                for word_id in alt_ids:
-                    word_forms[word_id].add(form_index)
+            alternatives.append(tuple(
+                tuple((w.lower() if ignore_case else w, ignore_case) for w in key) for key in keys))
+        # Only one word of each alternative is probed for (see probe_word): the probe's cost follows its shortest
+        # and commonest words ("rank" in every line of a training log halved its speed as a pair's second word).
+        # The others are looked for in a block only once their alternative's probed word is there.
+        common = patterns.commonness
+        probed_words = {min(alt, key=lambda w: probe_rank(w[0], common)) for alts in alternatives for alt in alts}
+        words: dict[tuple[str, bool], int] = {}  # probe ids first (a hit's index is its word's id), then the rest
+        for word in sorted(probed_words):
+            words[word] = len(words)
+        for alts in alternatives:
+            for alt in alts:
+                for word in alt:
+                    words.setdefault(word, len(words))
+        self._osc = len(probed_words)
+        needs = [tuple(frozenset(words[w] for w in alt) for alt in alts) for alts in alternatives]
+        word_forms: list[set[int]] = [set() for _ in range(self._osc)]
+        for form_index, alts in enumerate(alternatives):
+            for alt in alts:
+                word_forms[words[min(alt, key=lambda w: probe_rank(w[0], common))]].add(form_index)
         self._word_forms = [tuple(sorted(forms_)) for forms_ in word_forms]
         self._needs = needs
         #: Forms some alternative of which needs more than one word: flagged only once all are seen.
         self._paired = frozenset(i for i, alts in enumerate(needs) if any(len(alt) > 1 for alt in alts))
+        #: How to look for a word the probe does not (by its id): a literal, or a regex ignoring case.
+        self._confirm: dict[int, bytes | Any] = {
+            index: (compile_bytes("(?i)" + re.escape(word)) if ignore_case else word.encode())
+            for (word, ignore_case), index in words.items() if index >= self._osc
+        }
         # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
         always = [self._compile(i) for i in unkeyed]
         self._always = [s for s in always if isinstance(s, _Re2Searcher)]
         probed = [i for i, s in zip(unkeyed, always, strict=True) if isinstance(s, _HyperscanSearcher)]
-        # Probe ids: the words, then the OSC introducer (bytes.find for it would stop at every escape of a
+        # Probe ids: the probed words, then the OSC introducer (bytes.find for it would stop at every escape of a
         # coloured log), then the forms with no word.
-        self._osc = len(self._word_forms)
         self._probed = [self._form_patterns[i] for i in probed]
-        self._probe = _probe_database(list(words), [self._forms[i] for i in probed])
+        self._probe = _probe_database(list(words)[: self._osc], [self._forms[i] for i in probed])
         # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
         self._searchers: dict[int, _Searcher] = {}
         self._lock = threading.Lock()
@@ -206,10 +220,23 @@ class HyperscanLines:
                 flagged.update(self._word_forms[index])
             elif index > self._osc:
                 probed.setdefault(index - self._osc - 1, []).append(end)
-        for form in flagged & self._paired:
-            if not any(alt <= seen for alt in self._needs[form]):
-                flagged.discard(form)
+        if flagged & self._paired:
+            looked: dict[int, bool] = {}
+            for form in flagged & self._paired:
+                if not any(all(self._holds(text, word, seen, looked) for word in alt) for alt in self._needs[form]):
+                    flagged.discard(form)
         return hits, flagged, probed
+
+    def _holds(self, text: bytes, word: int, seen: set[int], looked: dict[int, bool]) -> bool:
+        """Whether the block holds word ``word``: the probe says for its own words; the others are looked for
+        once a block."""
+        if word < self._osc:
+            return word in seen
+        held = looked.get(word)
+        if held is None:
+            confirm = self._confirm[word]
+            held = looked[word] = confirm in text if isinstance(confirm, bytes) else confirm.search(text) is not None
+        return held
 
     def _searcher(self, form: int) -> _Searcher:
         searcher = self._searchers.get(form)
@@ -390,6 +417,13 @@ def _malloc_trim() -> Any:
         return None
 
 
+
+
+def probe_rank(word: str, commonness: dict[str, int]) -> tuple[bool, bool, int, int]:
+    """How dear a word is to probe for, lowest first: a number or a word under 5 letters costs Hyperscan's literal
+    matcher most (short literals share its buckets with much of any text, and logs are full of them), then the
+    commoner word in the packs' examples, then the shorter."""
+    return word.isdigit(), len(word) < 5, commonness.get(word.lower(), 0), -len(word)
 
 
 def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
