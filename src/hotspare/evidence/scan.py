@@ -114,6 +114,7 @@ class Scanner:
         self._plains: dict[int, bool] = {}
         self._prefix_takers: dict[int, bool] = {}
         self._subsets: dict[frozenset[int], _Subset] = {}
+        self._hots: dict[int, _Hot] = {}
 
     @property
     def lines(self) -> int:
@@ -179,10 +180,13 @@ class Scanner:
         too, unless it is None."""
         text = block.text
         counter = _LineCounter(block.raw, self._lines, spans.newlines)
+        match, at = self._match_candidate, counter.at
         for start, end, ids in spans.candidates:
             raw = text[start:end]
-            # The prefilters tolerate escapes between words only: a line holding one is checked in full.
-            self._match_candidate(_clean(raw), counter.at(start), found, None if b"\x1b" in raw else ids)
+            if b"\x1b" in raw:  # the prefilters tolerate escapes between words only: the line is checked in full
+                match(_clean(raw), at(start), found, None)
+            else:
+                match(raw.replace(b"\x00", b"") if b"\x00" in raw else raw, at(start), found, ids)
         if self.wrap_width:
             self._unwrap(text, counter, found)
         elif block.small:
@@ -227,30 +231,44 @@ class Scanner:
         (``found`` None: a whole file scanned), a line that repeats a record already kept only counts.
         """
         if ids is None:
-            indices: Iterable[int] = self.patterns.event_set.Match(line) or ()  # None for no match
+            indices: Iterable[int] = sorted(self.patterns.event_set.Match(line) or ())  # None for no match
             exact = True
-        elif len(ids) > 1 or self._host_group(next(iter(ids))) is None:
+        elif len(ids) > 1:
             indices, exact = self._subset(ids).match(line), True
         else:
-            indices, exact = ids, False  # its search with captures is the check
-        for index in sorted(indices):
-            pattern = self.patterns.event_patterns[index]
-            group = self._host_group(index)
-            plain = found is None and self._plain(index)
+            indices = ids
+            exact = self._hot(next(iter(ids)))[2] is None  # one with a host to capture: its search is the check
+            if exact:
+                indices = self._subset(ids).match(line)
+        records = self._records
+        for index in indices:
+            pattern, qualname, group, plain, prefixed = self._hot(index)
+            plain = plain and found is None
             if exact and group is None:
-                host, text = prefix_host(line, len(line)) if self._prefixed(index) else ANONYMOUS
-                if plain and self._records.bump((pattern.qualname, host.name if host is not None else text)):
+                host, text = prefix_host(line, len(line)) if prefixed else ANONYMOUS
+                if plain and records.bump((qualname, host.name if host is not None else text)):
                     continue
                 evidence = [make_record(pattern, lineno, line, host, text)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
                     continue
-                if plain and (self._records.bump((pattern.qualname, None)) if group is None else self._records.bump_all(
-                        pattern.qualname, self._named(index, match, line, group))):
+                if plain and (records.bump((qualname, None)) if group is None else records.bump_all(
+                        qualname, self._named(index, match, line, group))):
                     continue
                 evidence = line_evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
+
+    def _hot(self, index: int) -> _Hot:
+        """What the hot path asks of event pattern ``index``, looked up once (a dense log asks per line): the
+        pattern, its name, its host group's number, whether it is plain (:meth:`_plain`) and whether it takes a
+        prefix's host (:meth:`_prefixed`)."""
+        hot = self._hots.get(index)
+        if hot is None:
+            pattern = self.patterns.event_patterns[index]
+            hot = self._hots[index] = (pattern, pattern.qualname, self._host_group(index), self._plain(index),
+                                       self._prefixed(index))
+        return hot
 
     def _subset(self, ids: frozenset[int]) -> _Subset:
         """An RE2 set of the event patterns ``ids`` (a few milliseconds to build; a log flags few combinations,
@@ -474,6 +492,11 @@ class _LineCounter:
         self._total = total
 
     def at(self, offset: int) -> int:
+        last = self._offset
+        if last <= offset < last + 4096:  # the next candidate of a dense block: the commonest call
+            self._line += self._raw.count(b"\n", last, offset)
+            self._offset = offset
+            return self._line
         if offset >= self._offset:
             if self._total is not None and len(self._raw) - offset < offset - self._offset:
                 self._line = self._first + self._total - _newlines(self._raw, offset, len(self._raw))
@@ -518,6 +541,9 @@ def _step(patterns: Iterable[Pattern], line: bytes) -> int | None:
     return None
 
 
+#: An event pattern as the hot path needs it: see :meth:`Scanner._hot`.
+_Hot = tuple[Pattern, str, int | None, bool, bool]
+
 #: Most pattern subsets kept per scanner (a log flags a few dozen combinations; this bounds a pathological one).
 MAX_SUBSETS = 256
 
@@ -530,7 +556,9 @@ class _Subset:
         self._set = build_set([patterns[i] for i in self._ids])
 
     def match(self, line: bytes) -> list[int]:
-        return [self._ids[i] for i in self._set.Match(line) or ()]
+        """The indices (in the pattern set, ascending) of the patterns of this set that match ``line``."""
+        ids = self._ids
+        return sorted(ids[i] for i in self._set.Match(line) or ())
 
 
 def scan(
