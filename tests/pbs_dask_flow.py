@@ -53,15 +53,16 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
     victim_job = sorted(cluster.workers)[0]
     victim = next(h for name, h in before.items() if name.startswith(victim_job))
     old_id = str(cluster.workers[victim_job].job_id)
+    old_ids = {str(j.job_id) for j in cluster.workers.values()}
     (work / "victim.json").write_text(json.dumps({"victim": victim, "job": old_id}))
     wait_for("the test to crash the node", (work / "crashed").exists, 60)
     crashed = time.monotonic()
     wait_for("the crashed node quarantined", lambda: Host(victim) in cluster.quarantine.hosts(), 90)
     quarantined = time.monotonic()
-    wait_for("the replacement job", lambda: str(getattr(cluster.workers.get(victim_job), "job_id", old_id)) != old_id,
-             60)
+    # The standby submitted as the worker left (its nanny died with the MOM) takes the lost job's place.
+    wait_for("the replacement job", lambda: replacement(cluster, victim_job, old_ids), 60)
     resubmitted = time.monotonic()
-    new_id = str(cluster.workers[victim_job].job_id)
+    new_id = str(replacement(cluster, victim_job, old_ids))
     results = [f.result(timeout=120) for f in futures]
     client.wait_for_workers(3, timeout=90)
     back = time.monotonic()
@@ -74,6 +75,12 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
             "new_job": qstat(new_id), "old_job": qstat(old_id),
             "spared": [[x.death.worker_name, bool(x.death.keys), x.counted] for x in cluster.task_blame.settled],
             "quarantine_s": quarantined - crashed, "resubmit_s": resubmitted - crashed, "back_s": back - crashed}
+
+
+def replacement(cluster: FailoverPBSCluster, lost_job: str, old_ids: set[str]) -> str | None:
+    """The batch job id of the one job that replaced ``lost_job`` (which has left the cluster's plan), if any."""
+    new = [str(j.job_id) for j in list(cluster.workers.values()) if j.job_id is not None and str(j.job_id) not in old_ids]
+    return new[0] if len(new) == 1 and lost_job not in cluster.worker_spec else None
 
 
 def _address(cluster: FailoverPBSCluster, name: str) -> str:

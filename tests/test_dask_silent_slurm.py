@@ -90,6 +90,16 @@ def _job_node(bed: Any, job_id: str) -> str:
     return fields.get("NodeList", "")
 
 
+def _spare_notes(cluster: FailoverSLURMCluster) -> list[str]:
+    with cluster._db_lock:
+        return [o.detail for o in cluster._ledger.observations() if o.kind == "spare"]
+
+
+def _job_field_exclude(bed: Any, job_id: str) -> str:
+    fields = dict(f.split("=", 1) for f in bed.scontrol("show", "job", "-o", job_id).split() if "=" in f)
+    return fields.get("ExcNodeList", "")
+
+
 def _observations(cluster: FailoverSLURMCluster, kind: str, host: str) -> list[str]:
     """What the workflow's ledger noted of ``kind`` about ``host`` (read under the cluster's lock: its loop writes)."""
     with cluster._db_lock:
@@ -155,12 +165,15 @@ def test_a_frozen_nodes_tasks_run_elsewhere_and_its_job_is_replaced(slurm_bed, t
 def test_a_crashed_node_is_judged_before_slurm_marks_it_down(slurm_bed, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A node crashed under a stream of tasks: its worker's connection closes, its node misses two probes at once,
-    and that is enough: the node is quarantined (reason ``probed``) and the job resubmitted while SLURM still calls
-    the node up; SLURM's DOWN comes later. The tasks' deaths are forgiven; every task completes."""
+    and that is enough: the node is quarantined (reason ``probed``) while SLURM still calls the node up; SLURM's
+    DOWN comes later. No spare is kept, and the worker's nanny is gone with its node, so a standby job was submitted
+    as the worker left (kept off the node), and it takes the lost job's place. The tasks' deaths are forgiven; every
+    task completes."""
     cluster = _cluster(tmp_path, monkeypatch, slurm_bed)
     client = None
     try:
         client, nodes = _started(cluster, JOBS)
+        before = dict(cluster.scheduler_info["workers"])
         futures = client.map(square, range(TASKS))
         slurm_bed.wait_for(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
         victim_address = min(nodes)
@@ -175,11 +188,19 @@ def test_a_crashed_node_is_judged_before_slurm_marks_it_down(slurm_bed, tmp_path
         down_s = time.monotonic() - crashed_at
         print(f"crashed {victim}: judged after {judged_s:.1f} s (SLURM then: {state_then}), DOWN after {down_s:.1f} s")
         assert "DOWN" not in state_then and judged_s < down_s
-        new_id = str(cluster.workers[victim_job].job_id)
+        assert victim_job not in cluster.worker_spec and len(cluster.worker_spec) == JOBS and not cluster.spares
+        (standby,) = set(cluster.worker_spec) - {str(w["name"]) for w in before.values()}
+        new_id = str(cluster.workers[standby].job_id)
         assert new_id != old_id
+        submitted, took = _spare_notes(cluster)
+        assert submitted == (f"standby {standby} submitted for {victim_job}: its worker left the scheduler and no "
+                             f"spare was ready; kept off {victim}"), _story(cluster)
+        assert took.startswith(f"standby {standby} (batch job {new_id}) on ") and f" took the place of {victim_job} (" \
+            f"batch job {old_id}): " in took and took.rsplit(": ", 1)[1] in ("ready", "still starting"), took
         assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
         client.wait_for_workers(JOBS, timeout=120)
         assert _job_node(slurm_bed, new_id) not in ("", victim)
+        assert _job_field_exclude(slurm_bed, new_id) == victim
         (entry,) = cluster.quarantine.entries()
         assert entry.reason is QuarantineReason.PROBED and "after its worker's connection closed" in entry.detail
         spared = [x for x in cluster.task_blame.settled if x.death.worker_name == victim_job]

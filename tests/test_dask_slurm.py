@@ -74,17 +74,24 @@ def _job_field(env: dict[str, str], job_id: str, field: str = "NodeList") -> str
 
 def _crash_one_job_under_load(cluster, client, bed, before: dict[str, str]) -> tuple[str, object, object]:  # type: ignore[no-untyped-def]
     """Run a stream of tasks, crash the node of the first job once 20 are done, wait until the node is quarantined
-    and the job resubmitted, and check every task's result. Returns (victim node, old job id, new job id)."""
+    and a replacement job is in the cluster (the standby submitted as the workers left: their nannies died with the
+    node), and check every task's result. Returns (victim node, old job id, new job id)."""
     futures = client.map(square, range(TASKS))
     bed.wait_for(lambda: sum(f.done() for f in futures) >= 20, "the stream to start", 60)
     victim_job = sorted(cluster.workers)[0]
     victim = next(h for name, h in before.items() if name.startswith(victim_job))
+    old_ids = {j.job_id for j in cluster.workers.values()}
     old_id = cluster.workers[victim_job].job_id
     bed.crash(victim)
     bed.wait_for(lambda: Host(victim) in cluster.quarantine.hosts(), "the crashed node quarantined", 120)
-    bed.wait_for(lambda: cluster.workers.get(victim_job) is not None and cluster.workers[victim_job].job_id != old_id,
-                 "the replacement job", 60)
-    new_id = cluster.workers[victim_job].job_id
+
+    def replacement() -> object:
+        new = [j.job_id for j in list(cluster.workers.values()) if j.job_id is not None and j.job_id not in old_ids]
+        return new[0] if len(new) == 1 and victim_job not in cluster.worker_spec else None
+
+    bed.wait_for(lambda: replacement() is not None, "the replacement job", 60)
+    new_id = replacement()
+    assert len(cluster.worker_spec) == 3 and not cluster.spares, (cluster.worker_spec, cluster.spares)
     assert [f.result(timeout=240) for f in futures] == [x * x for x in range(TASKS)]
     # The tasks the crashed node was running: their deaths judged node faults, never counted toward allowed-failures.
     spared = [x for x in cluster.task_blame.settled if x.death.worker_name.startswith(f"{victim_job}")]

@@ -174,16 +174,18 @@ class _Failover(LostJobs, SparePool, SilenceWatch):
         return getattr(type(self), "job_cls")  # noqa: B009 -- the class attribute, before __init__ sets one
 
     # -- placement: a fresh spec per job --------------------------------------------------------------
-    def placement(self) -> Placement:
-        """Where the next job may run (SLURM: off the quarantined hosts, those the MPI tasks found included)."""
+    def placement(self, avoid: Host | None = None) -> Placement:
+        """Where the next job may run (SLURM: off the quarantined hosts, those the MPI tasks found included, and off
+        ``avoid``: a node under judgement)."""
         self.fold_task_findings()
         with self._db_lock:
-            return Placement.of(exclude=self.quarantine.hosts())
+            return Placement.of(exclude=[*self.quarantine.hosts(), *([avoid] if avoid is not None else [])])
 
-    def fresh_spec(self) -> dict[str, Any]:
-        """A new spec dict for one job: dask-jobqueue's template copied, with this job's placement."""
+    def fresh_spec(self, avoid: Host | None = None) -> dict[str, Any]:
+        """A new spec dict for one job: dask-jobqueue's template copied, with this job's placement (kept off
+        ``avoid`` too, when given)."""
         template = self.new_spec
-        spec = {"cls": template["cls"], "options": {**template["options"], "placement": self.placement()}}
+        spec = {"cls": template["cls"], "options": {**template["options"], "placement": self.placement(avoid)}}
         if "group" in template:
             spec["group"] = list(template["group"])
         return spec
@@ -222,7 +224,7 @@ class _Failover(LostJobs, SparePool, SilenceWatch):
         """Jobs planned but not yet submitted get their placement from the quarantine as it is now: their spec
         was built when scale() or adapt() asked for them, before this step readmitted or added hosts."""
         for name in [n for n in self.worker_spec if n not in self.workers]:
-            self.worker_spec[name] = self.spare_spec() if name in self.spares else self.fresh_spec()
+            self.worker_spec[name] = self.spare_spec(name) if name in self.spares else self.fresh_spec()
 
     def _record_submitted(self) -> None:
         """Each newly submitted job in the workflow's record, with the hosts its placement kept out."""
@@ -308,9 +310,10 @@ class _Failover(LostJobs, SparePool, SilenceWatch):
             # A lost spare comes back a spare; a new dict: the old one may be dask's shared template.
             if step.job in self.spares or not self._promote_for(step.job, judgement.job_id,
                                                                 self._hosts_seen.get(judgement.job_id)):
-                self.worker_spec[step.job] = self.spare_spec() if step.job in self.spares else self.fresh_spec()
+                self.worker_spec[step.job] = self.spare_spec(step.job) if step.job in self.spares else self.fresh_spec()
         else:
             self.worker_spec.pop(step.job, None)
+            self._drop_standby_for(step.job, f"batch job {judgement.job_id} is not replaced ({step.why})")
         self._correct_state()
 
     def _readmit_due(self, *, placing: bool = False, pending: Sequence[str] = ()) -> None:
@@ -404,19 +407,20 @@ class FailoverPBSCluster(_Failover, PBSCluster):
         self.pin_candidates = tuple(Host(h) for h in hosts)
         super().__init__(*args, **kwargs)
 
-    def placement(self) -> Placement:
-        """The next job's host: pinned only once a host is quarantined (PBS places freely until then)."""
+    def placement(self, avoid: Host | None = None) -> Placement:
+        """The next job's host: pinned only once a host is quarantined or to be avoided (PBS places freely until
+        then)."""
         self.fold_task_findings()
         with self._db_lock:
-            bad = self.quarantine.hosts()
+            bad = [*self.quarantine.hosts(), *([avoid] if avoid is not None else [])]
         if not bad:
             return Placement()
         return Placement(pin=choose_pin(self._known_hosts(), bad, self._busy_hosts()))
 
-    def fresh_spec(self) -> dict[str, Any]:
+    def fresh_spec(self, avoid: Host | None = None) -> dict[str, Any]:
         """A new job's spec (see :class:`FailoverSLURMCluster`); a job with no host known good to pin it to is
         left to PBS, which is said once (:meth:`hotspare.QuarantineLife.unpinned`)."""
-        spec = super().fresh_spec()
+        spec = super().fresh_spec(avoid)
         if spec["options"]["placement"].pin is None:
             self._life.unpinned("a new batch job of this cluster", self._known_hosts(), self._busy_hosts())
         return spec

@@ -73,7 +73,9 @@ class LostJobs:
     def _lost_worker(self, address: str, identity: dict[str, Any]) -> LostWorker:
         name = str(identity.get("name", ""))
         job = self._job_of(name)
-        return LostWorker(address, name, job, self._job_id(job, identity), identity_host(identity, HOSTNAME_KEY))
+        nanny = identity.get("nanny")
+        return LostWorker(address, name, job, self._job_id(job, identity), identity_host(identity, HOSTNAME_KEY),
+                          str(nanny) if nanny else None)
 
     def _check_lost(self, lost: LostWorker) -> None:
         if lost.host is not None and lost.host in self._looking:

@@ -37,6 +37,8 @@ class LostWorker:
     job_id: str | None
     #: The node, as the preload reported it (None without the preload).
     host: Host | None
+    #: Its nanny's address (None for a worker started without one).
+    nanny: str | None = None
 
 
 def identity_host(identity: Mapping[str, object], key: str) -> Host | None:

@@ -21,6 +21,15 @@ spare and is paused. A node found dead by silence (its connections stay open) is
 replaced by a ready spare in the act step (the lost job leaves ``worker_spec``, a new spare is planned). A spare
 whose own node dies is judged and replaced like any job, as a spare.
 
+**A standby when no spare is ready** (``spare_jobs=0``, or every spare still starting): the job that will take a
+lost job's place is submitted the moment its worker leaves the scheduler (a *standby*: a spare kept off the lost
+worker's node), not once the node has been judged. A crashed node's two probes take ~3 s and a new job's start about
+as long again: judged first, the replacement ran ~7 s after the crash; with the standby, about the start alone.
+When the lost job is judged, the standby takes its place (at once if its workers are connected, else as they
+connect); a judgement that replaces nothing (the job is not resubmitted) cancels it, and so does the lost worker
+coming back. A standby counts against ``max_submits`` only when it takes a place; none is submitted once that
+budget is spent.
+
 **Counting.** ``scale(n)`` and ``adapt()`` count only the cluster's own jobs: :meth:`SparePool.scale` sets the spares
 aside while dask-jobqueue edits ``worker_spec``; ``plan``/``requested`` leave them out; :class:`SparePlugin` keeps the
 scheduler from choosing a spare to close on scale-down, and :class:`SpareAdaptive` takes the spares back out of the
@@ -37,6 +46,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from distributed.comm.core import CommClosedError
+from distributed.core import rpc
 from distributed.deploy.adaptive import Adaptive
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -50,6 +61,25 @@ log = logging.getLogger(__name__)
 SPARE_KIND = "spare"
 #: The longest a worker's promotion message may take (seconds); the scheduler side is changed at once regardless.
 PROMOTE_CALL_S = 10.0
+
+
+#: How long a lost worker's nanny may take to answer before its node is taken for gone (seconds): a nanny restarting
+#: its worker answers at once; a crashed node's address answers nothing, or its dying nanny never replies.
+NANNY_CALL_S = 1.0
+
+
+async def nanny_answers(address: str | None, timeout_s: float, connection_args: dict[str, Any]) -> bool:
+    """Whether the nanny at ``address`` answers an ``identity`` call within ``timeout_s`` (a reply, not a connection
+    alone: the kernel still accepts a connection on the listening socket of a nanny being killed with its node);
+    False for no address (a worker started without a nanny)."""
+    if not address:
+        return False
+    try:
+        async with rpc(address, timeout=timeout_s, connection_args=connection_args) as nanny:  # type: ignore[no-untyped-call]
+            await asyncio.wait_for(nanny.identity(), timeout_s)
+    except (OSError, TimeoutError, CommClosedError, ValueError):
+        return False
+    return True
 
 
 def check_spare_jobs(spare_jobs: object) -> int:
@@ -188,6 +218,7 @@ class SparePool:
     # The cluster's own (set by _Failover or SpecCluster); declared so this mixin is checked.
     scheduler: Any
     scheduler_comm: Any
+    security: Any
     scheduler_info: dict[str, Any]
     worker_spec: dict[str, dict[str, Any]]
     workers: dict[str, Any]
@@ -210,9 +241,11 @@ class SparePool:
         #: The spare jobs' names (in ``worker_spec`` like any job), oldest first.
         self.spares: list[str] = []
         self._spare_count = 0
+        #: Standbys (spares submitted for one lost job, see the module): name -> (that job, the node it is kept off).
+        self._standby: dict[str, tuple[str, Host | None]] = {}
 
     # -- the cluster's, used here --------------------------------------------------------------------------
-    def fresh_spec(self) -> dict[str, Any]:
+    def fresh_spec(self, avoid: Host | None = None) -> dict[str, Any]:
         raise NotImplementedError
 
     def _within_budget(self) -> bool:
@@ -258,9 +291,10 @@ class SparePool:
         raise NotImplementedError
 
     # -- keeping spare_jobs of them -----------------------------------------------------------------------
-    def spare_spec(self) -> dict[str, Any]:
-        """A spec for one spare: the next job's, its worker command prefixed by ``HOTSPARE_SPARE=1``."""
-        spec = self.fresh_spec()
+    def spare_spec(self, name: str | None = None) -> dict[str, Any]:
+        """A spec for one spare: the next job's, its worker command prefixed by ``HOTSPARE_SPARE=1``; a standby's
+        (``name``) kept off the node of the worker it stands in for as well (SLURM may still think that node up)."""
+        spec = self.fresh_spec(self._standby[name][1] if name in self._standby else None)
         options = spec["options"]
         spec["options"] = {**options, "python": f"{SPARE_ENV}=1 {options['python']}"}
         return spec
@@ -269,8 +303,12 @@ class SparePool:
         """Add or retire spares so that ``spare_jobs`` stand beside the cluster's own jobs (at a state correction:
         dask-jobqueue then submits the added ones and cancels the retired)."""
         self.spares = [n for n in self.spares if n in self.worker_spec]  # a spare dropped by its act step
+        for name, (job, _) in list(self._standby.items()):
+            if name not in self.spares or self._loss_healed(job):
+                self._drop_standby(name, f"{job} is back" if name in self.spares else "")
         active = len(self.worker_spec) - len(self.spares)
-        change = plan_spares(self.spares, active, self.spare_jobs, budget_left=self._within_budget())
+        regular = [n for n in self.spares if n not in self._standby]  # standbys come and go with their losses
+        change = plan_spares(regular, active, self.spare_jobs, budget_left=self._within_budget())
         for name in change.retire:
             self.spares.remove(name)
             self.worker_spec.pop(name, None)
@@ -311,7 +349,9 @@ class SparePool:
             return
         choice = self._ready_spare(job, lost.host)
         if choice is None:
+            self._spawn_standby_check(job, lost)
             return
+        self._standby.pop(choice.spare, None)  # a standby for another loss serves this one: that one is judged alone
         self.spares[self.spares.index(choice.spare)] = job
         self._set_status(job, "paused")  # its other workers (--nworkers), if any are left, take no new task
         self._wake(choice.spare)
@@ -321,15 +361,96 @@ class SparePool:
         """A ready spare takes ``job``'s place (``job`` leaves ``worker_spec``; a new spare is planned); False when
         none is ready. Called by the act step, on the cluster's loop, after the lost job (batch job ``job_id``, on
         ``host``) was cancelled."""
+        standby = next((name for name, (for_job, _) in self._standby.items() if for_job == job), None)
+        if standby is not None:
+            return self._take_standby(standby, job, job_id)
         choice = self._ready_spare(job, host)
         if choice is None:
             return False
+        self._standby.pop(choice.spare, None)
         self.spares.remove(choice.spare)
         self.worker_spec.pop(job, None)
         self._wake(choice.spare)
         self._record_promotion(choice, job_id, "its node judged dead")
         self._keep_spares()
         return True
+
+    # -- standbys -------------------------------------------------------------------------------------------
+    def _spawn_standby_check(self, job: str, lost: LostWorker) -> None:
+        """A standby for ``job`` unless its worker's nanny still answers (it is restarting the worker: a task
+        that killed its worker costs no job); in a task of its own, on the cluster's loop."""
+        if self._closing or job in (for_job for for_job, _ in self._standby.values()) or not self._within_budget():
+            return
+
+        connection_args = self.security.get_connection_args("client")
+
+        async def check() -> None:
+            if not await nanny_answers(lost.nanny, NANNY_CALL_S, connection_args):
+                self._start_standby(job, lost.host)
+
+        task = asyncio.ensure_future(check())
+        self._futures.add(task)
+        task.add_done_callback(self._futures.discard)
+
+    def _start_standby(self, job: str, host: Host | None) -> None:
+        """Submit a standby for ``job`` (its worker, on ``host``, just left the scheduler, no spare is ready and its
+        nanny is gone): see the module. None while one stands for it already, once the replacement budget is spent,
+        or once the job was judged (it left ``worker_spec``)."""
+        if (self._closing or job not in self.worker_spec or job in self.spares
+                or job in (for_job for for_job, _ in self._standby.values()) or not self._within_budget()):
+            return
+        name = f"{self._name}-spare-{self._spare_count}"
+        self._spare_count += 1
+        self._standby[name] = (job, host)
+        self.spares.append(name)
+        self.worker_spec[name] = self.spare_spec(name)
+        detail = (f"standby {name} submitted for {job}: its worker left the scheduler and no spare was ready"
+                  + (f"; kept off {host.name}" if host is not None else ""))
+        with self._db_lock:
+            self._ledger.observe(0, time.time(), SPARE_KIND, host.name if host is not None else "", detail)
+        log.warning("hotspare: %s", detail)
+        self._correct_state()
+
+    def _take_standby(self, standby: str, job: str, job_id: str) -> bool:
+        """The standby takes ``job``'s place (``job`` leaves ``worker_spec``): woken now if its workers are
+        connected; else they register as the job they now are (:class:`SparePlugin` restores their memory pause)."""
+        ready = next((v for v in self._spare_views() if v.name == standby), None)
+        del self._standby[standby]
+        self.spares.remove(standby)
+        self.worker_spec.pop(job, None)
+        if ready is not None and ready.ready:
+            self._wake(standby)
+        spare_id = getattr(self.workers.get(standby), "job_id", None)
+        where = ready.host.name if ready is not None and ready.host is not None else "its node once it starts"
+        detail = (f"standby {standby} (batch job {spare_id}) on {where} took the place of {job} (batch job "
+                  f"{job_id}): " + ("ready" if ready is not None and ready.ready else "still starting"))
+        with self._db_lock:
+            self._ledger.observe(0, time.time(), SPARE_KIND, ready.host.name if ready and ready.host else "", detail)
+        log.warning("hotspare: %s", detail)
+        self._keep_spares()
+        return True
+
+    def _drop_standby(self, name: str, why: str) -> None:
+        """Cancel a standby no longer needed (``why`` said on the log, when given)."""
+        job, _ = self._standby.pop(name)
+        if name in self.spares:
+            self.spares.remove(name)
+            self.worker_spec.pop(name, None)  # dask-jobqueue cancels it at the next state correction
+        if why:
+            log.warning("hotspare: standby %s for %s cancelled: %s", name, job, why)
+
+    def _drop_standby_for(self, job: str, why: str) -> None:
+        """Cancel the standby of ``job``, if any: the judgement replaces nothing."""
+        for name, (for_job, _) in list(self._standby.items()):
+            if for_job == job:
+                self._drop_standby(name, why)
+                self._correct_state()
+
+    def _loss_healed(self, job: str) -> bool:
+        """Whether every worker of ``job`` is connected again (a nanny restarted it): its standby is not needed."""
+        names = self._worker_names(job)
+        connected = {str(w.get("name")) for w in self.scheduler_info.get("workers", {}).values()}
+        return job not in self.worker_spec or (bool(names) and all(n in connected for n in names))
 
     def _wake(self, spare: str) -> None:
         """The spare's workers ``running`` on the scheduler now (tasks go to them at once), and each worker asked
