@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import dask.config
 import pytest
 from distributed import Scheduler, Worker
+from distributed.core import Server
 
 from hotspare import (
     HOOK_FAILED,
@@ -410,16 +412,43 @@ def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def lose_job(cluster: Any, name: str, host: str = "n3") -> str:
-    """Every worker of job ``name`` registers (with the preload's node and job) and then leaves, as when its node
-    dies; a second remove of one address follows (distributed #5407). Returns the job's batch id."""
+@pytest.fixture
+def live_nanny() -> Iterator[str]:
+    """A real distributed server on loopback answering ``identity``: a nanny that outlived its worker (it is
+    restarting it), so the cluster submits no standby for the lost job and judges it as a job resubmitted by name."""
+    loop = asyncio.new_event_loop()
+    started: list[str] = []
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        server = Server({})
+        await server.listen("tcp://127.0.0.1:0")
+        started.append(server.address)
+        await stop.wait()
+        await server.close()  # type: ignore[no-untyped-call]
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    wait_for(lambda: bool(started), "the nanny's server")
+    try:
+        yield started[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        loop.close()
+
+
+def lose_job(cluster: Any, name: str, host: str = "n3", nanny: str | None = None) -> str:
+    """Every worker of job ``name`` registers (with the preload's node and job, and ``nanny``: its nanny's address,
+    None for one gone with the node) and then leaves, as when its node dies; a second remove of one address follows
+    (distributed #5407). Returns the job's batch id."""
     # SpecCluster files the job under workers only after its start (the submit) returns: a submit seen is not yet
     # a job there (hit under load, two compat edges at once).
     wait_for(lambda: name in cluster.workers, f"job {name} to be started")
     job_id = str(cluster.workers[name].job_id)
     suffixes = cluster.worker_spec[name].get("group", [""])
-    identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": name + suffix, HOSTNAME_KEY: host, JOB_ID_KEY: job_id}
-                  for k, suffix in enumerate(suffixes)}
+    identities = {f"tcp://127.0.0.1:{9000 + k}": {"name": name + suffix, HOSTNAME_KEY: host, JOB_ID_KEY: job_id,
+                                                  "nanny": nanny} for k, suffix in enumerate(suffixes)}
 
     async def lose() -> None:
         cluster._update_worker_status("add", {"workers": dict(identities)})
@@ -431,7 +460,7 @@ def lose_job(cluster: Any, name: str, host: str = "n3") -> str:
     return job_id
 
 
-def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsewhere(tmp_path: Path) -> None:
+def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsewhere(tmp_path: Path, live_nanny: str) -> None:
     """Both workers of a processes=2 job leave (the #691 case dask never replaces): the scheduler's NODE_FAIL and
     DOWN* node quarantine n3 with the evidence, the job is cancelled and resubmitted under its name with
     --exclude=n3, and the workflow's record has both jobs."""
@@ -445,7 +474,7 @@ def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsew
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            job_id = lose_job(cluster, name)
+            job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             assert "#SBATCH --exclude" not in NoSubmitJob.scripts[0]
             assert "#SBATCH --exclude=n3\n" in NoSubmitJob.scripts[1] and f"--name {name} " in NoSubmitJob.scripts[1]
@@ -489,7 +518,7 @@ def test_a_retired_job_is_not_judged(tmp_path: Path) -> None:
             cluster.close()
 
 
-def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path) -> None:
+def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path, live_nanny: str) -> None:
     """The job's log (read from log_directory by its batch id) says its hotspare hook failed: a user error, so the
     job is dropped, not resubmitted, and no host is blamed."""
     NoSubmitJob.scripts.clear()
@@ -504,12 +533,84 @@ def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path) -> None:
             (name,) = cluster.worker_spec
             job_id = str(cluster.workers[name].job_id)
             (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
-            lose_job(cluster, name)
+            lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: not cluster.worker_spec, "the job dropped")
             time.sleep(0.3)
             assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
             (row,) = cluster.record.jobs()
             assert row.failure_class == "user_error" and "hook failed" in row.verdict
+        finally:
+            cluster.close()
+
+
+def _spare_notes(cluster: Any) -> list[str]:
+    with cluster._db_lock:
+        return [o.detail for o in cluster._ledger.observations() if o.kind == "spare"]
+
+
+def test_a_lost_job_whose_nanny_is_gone_gets_a_standby_that_takes_its_place(tmp_path: Path) -> None:
+    """A job's worker leaves and its nanny does not answer (gone with the node): a standby job is submitted at once,
+    before the judging, as a spare kept off the node (--exclude=n3, HOTSPARE_SPARE=1); judged a node loss, the lost
+    job is cancelled and the standby takes its place (no second submit), still starting: said in the ledger."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    query = SchedulerQuery("slurm", None, run=scontrol)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
+            assert name in cluster.worker_spec and not NoSubmitJob.cancelled  # submitted before the judgement
+            wait_for(lambda: name not in cluster.worker_spec, "the judgement")
+            time.sleep(0.3)
+            standby = NoSubmitJob.scripts[1]
+            (standby_name,) = cluster.worker_spec
+            assert standby_name != name and not cluster.spares
+            assert "#SBATCH --exclude=n3\n" in standby and f"--name {standby_name} " in standby
+            assert "HOTSPARE_SPARE=1 " in standby and len(NoSubmitJob.scripts) == 2
+            assert NoSubmitJob.cancelled == [job_id]
+            submitted, took = _spare_notes(cluster)
+            assert submitted == (f"standby {standby_name} submitted for {name}: its worker left the scheduler and no "
+                                 "spare was ready; kept off n3")
+            new_id = cluster.workers[standby_name].job_id
+            assert took == (f"standby {standby_name} (batch job {new_id}) on its node once it starts took the place of "
+                            f"{name} (batch job {job_id}): still starting")
+            (entry,) = cluster.quarantine.entries()
+            assert entry.host == Host("n3")
+            wait_for(lambda: len(cluster.record.jobs()) == 2, "the standby's record")
+            assert cluster.record.jobs()[1].excluded == ("n3",)
+        finally:
+            cluster.close()
+
+
+def test_a_standby_is_cancelled_when_the_lost_job_is_not_replaced(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The standby submitted for a lost job whose judgement replaces nothing (its hook failed: a user error) is
+    cancelled, and the log says why; nothing is left planned."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    logs = tmp_path / "logs"
+    query = SchedulerQuery("slurm", None, run=lambda argv, t: Completed(tuple(argv), 0, "", "", False))
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.3s"}):
+        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
+                                       log_directory=logs, query=query, scheduler_options=LOOPBACK)
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            job_id = str(cluster.workers[name].job_id)
+            (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
+            with caplog.at_level(logging.WARNING, logger="hotspare_dask"):
+                lose_job(cluster, name)
+                wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
+                wait_for(lambda: not cluster.worker_spec and len(NoSubmitJob.cancelled) == 2, "both cancelled")
+            assert job_id in NoSubmitJob.cancelled and len(set(NoSubmitJob.cancelled)) == 2 and cluster.spares == []
+            assert any(f"for {name} cancelled: batch job {job_id} is not replaced" in r.getMessage()
+                       for r in caplog.records), caplog.text
         finally:
             cluster.close()
 
@@ -533,7 +634,7 @@ def test_a_job_lost_to_its_own_bug_is_judged_a_user_error_and_not_resubmitted(pa
     assert not decided.resubmit and decided.why == "not resubmitted: a user error"
 
 
-def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: Path) -> None:
+def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: Path, live_nanny: str) -> None:
     """The job's log (read from log_directory by its batch id) ends in an IndexError after progress lines and the
     scheduler says FAILED with exit 1: a user error, so the job is dropped, not resubmitted, nobody is blamed, and
     the workflow's record says user_error with the programming error named."""
@@ -558,7 +659,7 @@ def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: 
             (name,) = cluster.worker_spec
             job_id = str(cluster.workers[name].job_id)
             (logs / f"dask-worker-{job_id}.err").write_text(USER_BUG)
-            lose_job(cluster, name)
+            lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: not cluster.worker_spec, "the job dropped")
             time.sleep(0.3)
             assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
@@ -568,7 +669,7 @@ def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: 
             cluster.close()
 
 
-def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_before(tmp_path: Path) -> None:
+def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_before(tmp_path: Path, live_nanny: str) -> None:
     """scontrol failing (the real message of a machine without SLURM configuration): the failure is an observation in
     the ledger, nobody is blamed without evidence, and the job is resubmitted with the same (empty) exclusions."""
     NoSubmitJob.scripts.clear()
@@ -581,7 +682,7 @@ def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_be
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            lose_job(cluster, name)
+            lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             assert "--exclude" not in NoSubmitJob.scripts[1] and cluster.quarantine.entries() == []
             errors = [o for o in cluster._ledger.observations() if o.kind == "scheduler-error"]
@@ -677,7 +778,7 @@ def test_a_nanny_restart_is_not_a_loss(tmp_path: Path) -> None:
             cluster.close()
 
 
-def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_elsewhere(tmp_path: Path) -> None:
+def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_elsewhere(tmp_path: Path, live_nanny: str) -> None:
     """processes=1 under adapt(): the lost job is cancelled once (by this cluster, not dask's timer too) and
     the replacement, not the old spec, is what adapt() keeps running."""
     NoSubmitJob.scripts.clear()
@@ -690,7 +791,7 @@ def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_el
             cluster.adapt(minimum_jobs=1, maximum_jobs=1, interval="50ms")
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            job_id = lose_job(cluster, name)
+            job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             time.sleep(0.3)  # several adapt rounds
             assert len(NoSubmitJob.scripts) == 2 and NoSubmitJob.cancelled == [job_id]
@@ -734,7 +835,7 @@ def pbs_commands(argv: Sequence[str], timeout_s: float) -> Completed:
     return Completed(tuple(argv), 0, out, "", False)
 
 
-def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path: Path) -> None:
+def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path: Path, live_nanny: str) -> None:
     """PBS: qstat (by the whole job id) and pbsnodes say the node is down; n1 is quarantined and the job comes
     back pinned to n2, the other host the user named."""
     NoSubmitPBSJob.scripts.clear()
@@ -746,7 +847,7 @@ def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path:
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitPBSJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            assert lose_job(cluster, name, host="n1") == "4711.pbs01"
+            assert lose_job(cluster, name, host="n1", nanny=live_nanny) == "4711.pbs01"
             wait_for(lambda: len(NoSubmitPBSJob.scripts) == 2, "the replacement")
             assert "host=" not in NoSubmitPBSJob.scripts[0]
             assert "#PBS -l select=1:host=n2:ncpus=1:mem=954MB\n" in NoSubmitPBSJob.scripts[1]
@@ -773,7 +874,7 @@ def test_settled(lost: JobEnd, done: bool) -> None:
     assert settled(lost) is done
 
 
-def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
+def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path, live_nanny: str) -> None:
     """scontrol first still says RUNNING on an ALLOCATED node (SlurmdTimeout not yet passed), then NODE_FAIL and
     DOWN*: the job is judged on the later answer, so its node is quarantined rather than trusted. (Before the
     judging, the look at the lost worker's node found it answering both probes: the judging went on as before.)"""
@@ -799,7 +900,7 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            lose_job(cluster, name)
+            lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
             # The look: the node asked beside two probes (1 s apart), then the job; then the judging's rounds.
             assert naps == [QUICK_PROBE_GAP_S, JUDGE_POLL_S, JUDGE_POLL_S]
@@ -811,7 +912,7 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path) -> None:
             cluster.close()
 
 
-def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path) -> None:
+def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path, live_nanny: str) -> None:
     """A lost job whose scheduler never concludes (RUNNING on an ALLOCATED node) is being judged for up to
     judge_wait_s; close() stops that wait instead of hanging for it, and cancels the job."""
     NoSubmitJob.scripts.clear()
@@ -832,7 +933,7 @@ def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path) -> None:
             cluster.scale(jobs=1)
             wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
             (name,) = cluster.worker_spec
-            job_id = lose_job(cluster, name)
+            job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: asked, "the judging to start")
         finally:
             started = time.monotonic()
