@@ -27,7 +27,7 @@ Regexes are RE2 (linear time, no backreferences or lookaround) and are
 matched against bytes as Latin-1, so invalid UTF-8 can never raise. A
 regex anchored with a leading ``^`` still matches behind the prefixes that
 launchers, collectors and pastes put on every line (``[rank3]:``, ``3: ``
-from ``srun -l``, ``host: `` from pdsh, ISO, syslog and Kubernetes
+from ``srun -l``, ``host: `` from pdsh, ``main/0 `` from torchx and NeMo-Run, ISO, syslog and Kubernetes
 timestamps, ``(raylet, ip=...)``, ``[...]`` tags): see :data:`LINE_PREFIX`.
 
 Sources, later ones replacing earlier packs of the same name: the shipped
@@ -72,6 +72,7 @@ LINE_PREFIX = (
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[0-9]+:"                                                   # srun -l
+    r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
     r")[ \t]*){0,4}?"
 )
