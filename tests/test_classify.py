@@ -186,6 +186,18 @@ def test_a_crash_handlers_mpi_abort_is_the_crash(patterns: PatternSet) -> None:
     assert verdict(abort, patterns).failure_class is FailureClass.USER_ERROR
 
 
+def test_an_abort_through_the_programs_own_abort_routine_is_its_stop(patterns: PatternSet) -> None:
+    """A SIGABRT whose traceback shows the program's own abort routine (CESM/E3SM's shr_abort_abort, which ends in
+    abort()) is the program stopping itself: the abort line before the frame does not make it a crash. A crash of
+    another signal before the same frame is still the crash."""
+    frame = " 3561: e3sm.exe           00000000014089A5  shr_abort_mod_mp_          69  shr_abort_mod.F90\n"
+    abort = " 3561: forrtl: error (76): Abort trap signal\n"
+    v = verdict(abort + frame, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and v.blamed_hosts == ()
+    segv = " 3561: forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+    assert verdict(segv + frame, patterns).failure_class is FailureClass.RANK_KILLED
+
+
 def test_node_fault_blames_and_excludes(patterns: PatternSet) -> None:
     """A node the launcher says failed is both the origin and the host to keep out."""
     v = verdict("srun: error: Node failure on n3\nsrun: error: n1: task 0: Terminated\n", patterns, rc=1,

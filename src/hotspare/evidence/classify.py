@@ -439,7 +439,14 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     teardown): runtimes that trap SIGSEGV and friends (Charm++, PETSc) end the job with MPI_Abort, which reads
     as the program's own stop but is the crash's consequence. Signal deaths are read by what comes first."""
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
-    return any(_is_crash(e) and e.line < ev.line and (teardown is None or e.line < teardown) for e in evidence)
+    own_abort = ev.pattern in _ABORT_ROUTINES
+    return any(_is_crash(e) and e.line < ev.line and (teardown is None or e.line < teardown)
+               and not (own_abort and _ABORT.search(e.text)) for e in evidence)
+
+
+# A frame of a program's own abort routine in the traceback its SIGABRT prints (CESM/E3SM's shr_abort_abort, which
+# ends in abort()): the abort line above it is how the program stopped itself, so that crash does not explain it.
+_ABORT_ROUTINES = frozenset({"cesm.shr_abort_frame"})
 
 
 # Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full
