@@ -78,9 +78,10 @@ def crash_under_load(cluster: FailoverPBSCluster, client: Client, work: Path) ->
 
 
 def replacement(cluster: FailoverPBSCluster, lost_job: str, old_ids: set[str]) -> str | None:
-    """The batch job id of the one job that replaced ``lost_job`` (which has left the cluster's plan), if any."""
+    """The batch job id of the one job that replaced ``lost_job``, if any: a standby (the lost job has left the
+    cluster's plan) or, when the node was judged before a standby was asked for, the lost job resubmitted."""
     new = [str(j.job_id) for j in list(cluster.workers.values()) if j.job_id is not None and str(j.job_id) not in old_ids]
-    return new[0] if len(new) == 1 and lost_job not in cluster.worker_spec else None
+    return new[0] if len(new) == 1 and len(cluster.worker_spec) == len(old_ids) and not cluster.spares else None
 
 
 def _address(cluster: FailoverPBSCluster, name: str) -> str:

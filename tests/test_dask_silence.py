@@ -84,8 +84,10 @@ def missed(host: Host) -> ProbeResult:
 
 
 def look(rounds: list[tuple[ProbeResult, ...]], *, state: str = "ALLOCATED", job: str | None = "RUNNING",
-         control: Host | None = N2) -> NodeEvidence:
-    lead = Lead(N3, "42", "its worker w silent for 3.4 s (threshold 3.0 s)", "while its worker was silent")
+         control: Host | None = N2, closed: bool = False) -> NodeEvidence:
+    lead = (Lead(N3, "42", "its worker w's connection to the scheduler closed", "after its worker's connection closed",
+                 closed=True) if closed else
+            Lead(N3, "42", "its worker w silent for 3.4 s (threshold 3.0 s)", "while its worker was silent"))
     facts = None if job is None else JobFacts("42", job, (N3,))
     return NodeEvidence(lead, tuple(rounds), control, state, facts)
 
@@ -121,15 +123,28 @@ def look(rounds: list[tuple[ProbeResult, ...]], *, state: str = "ALLOCATED", job
      ("scheduler",), "scheduler"),
     # NODE_FAIL but the node back (rebooted) and answering: not this rule's; the lost-job judging decides.
     (look([(answered(N3), answered(N2))], state="IDLE", job="NODE_FAIL"), (), False, (), "probed"),
+    # A worker's connection closed and PBS reports its MOM down (no probe job can be placed on a down node): dead.
+    (look([], state="down", control=None, closed=True), (), True, ("scheduler", "closed"), "scheduler"),
+    # Closed, the node answering (the worker died alone, its nanny restarts it): no signal from the probes; the
+    # closed connection alone never counts.
+    (look([(answered(N3), answered(N2)), (answered(N3), answered(N2))], closed=True), (), False, ("closed",),
+     "probed"),
+    # Closed and one missed probe, the scheduler saying nothing: a pair of probes is needed.
+    (look([(missed(N3), answered(N2)), (answered(N3), answered(N2))], closed=True), (), False,
+     ("probe", "closed"), "probed"),
+    # Closed and two missed probes (a crash on SLURM before it notices): dead, on the probes.
+    (look([(missed(N3), answered(N2)), (missed(N3), answered(N2))], closed=True), (), True,
+     ("probe", "probe", "closed"), "probed"),
 ], ids=["two-probes", "probe+scheduler", "busy-answers", "one-probe", "control-missed", "job-ended", "job-unknown",
-        "scheduler-alone", "earlier-signal", "no-control", "down", "node-fail", "node-fail-rebooted"])
+        "scheduler-alone", "earlier-signal", "no-control", "down", "node-fail", "node-fail-rebooted",
+        "closed+down", "closed-answered", "closed+one-probe", "closed+two-probes"])
 def test_judge_node(evidence: NodeEvidence, earlier: tuple[str, ...], dead: bool, signals: tuple[str, ...],
                     reason: str) -> None:
     """Two signals (two missed probes, or one and the scheduler's word) make a node dead; anything less never."""
     finding = judge_node(evidence, earlier)
     assert (finding.host, finding.dead, finding.signals, finding.reason) == (N3, dead, signals,
                                                                             QuarantineReason(reason))
-    assert set(finding.signals) <= {SIGNAL_PROBE, SIGNAL_SCHEDULER}
+    assert set(finding.signals) <= {SIGNAL_PROBE, SIGNAL_SCHEDULER, "closed"}
     assert evidence.lead.why in finding.why and "job 42" in finding.why
 
 
@@ -143,6 +158,13 @@ def test_a_node_found_alive_is_looked_at_again_soon_only_while_a_probe_can_give_
         evidence: NodeEvidence, relook_s: float) -> None:
     finding = judge_node(evidence)
     assert not finding.dead and finding.relook_s == relook_s
+
+
+def test_a_closed_connection_and_the_schedulers_down_read_as_such() -> None:
+    finding = judge_node(look([], state="down", control=None, closed=True))
+    assert finding.why == ("was reported unhealthy by the scheduler after its worker's connection closed (its worker "
+                           "w's connection to the scheduler closed; probes: none (no probe from here); scheduler: node "
+                           "down, job 42 RUNNING)")
 
 
 def test_the_finding_names_every_answer() -> None:

@@ -113,6 +113,8 @@ class Lead:
     why: str
     #: How the verdict names the moment ("while its worker was silent", "after its worker's connection closed").
     when: str
+    #: Whether a worker's connection closed (not a silence): see :data:`hotspare.decide.judge.SIGNAL_CLOSED`.
+    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +139,7 @@ def look_of(evidence: NodeEvidence) -> NodeLook:
     """The core's view of a look at a lead's node."""
     lead = evidence.lead
     return NodeLook(lead.host, lead.job_id, lead.why, lead.when, evidence.rounds, evidence.control,
-                    evidence.node_state, evidence.job)
+                    evidence.node_state, evidence.job, closed=lead.closed)
 
 
 def ended_for_the_node(evidence: NodeEvidence) -> bool:

@@ -386,18 +386,21 @@ class SparePool:
 
         async def check() -> None:
             if not await nanny_answers(lost.nanny, NANNY_CALL_S, connection_args):
-                self._start_standby(job, lost.host)
+                self._start_standby(job, lost.host, lost.job_id)
 
         task = asyncio.ensure_future(check())
         self._futures.add(task)
         task.add_done_callback(self._futures.discard)
 
-    def _start_standby(self, job: str, host: Host | None) -> None:
-        """Submit a standby for ``job`` (its worker, on ``host``, just left the scheduler, no spare is ready and its
-        nanny is gone): see the module. None while one stands for it already, once the replacement budget is spent,
-        or once the job was judged (it left ``worker_spec``)."""
-        if (self._closing or job not in self.worker_spec or job in self.spares
-                or job in (for_job for for_job, _ in self._standby.values()) or not self._within_budget()):
+    def _start_standby(self, job: str, host: Host | None, job_id: str | None) -> None:
+        """Submit a standby for ``job`` (batch job ``job_id``: its worker, on ``host``, just left the scheduler, no
+        spare is ready and its nanny is gone): see the module. None while one stands for it already, once the
+        replacement budget is spent, or once the job was judged (it left ``worker_spec``, or was replaced already: a
+        dead node's look can conclude before the nanny's call times out)."""
+        current = getattr(self.workers.get(job), "job_id", None)
+        if (self._closing or job not in self.worker_spec or job in self.spares or current is None
+                or str(current) != str(job_id) or job in (for_job for for_job, _ in self._standby.values())
+                or not self._within_budget()):
             return
         name = f"{self._name}-spare-{self._spare_count}"
         self._spare_count += 1

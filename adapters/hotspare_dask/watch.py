@@ -57,6 +57,9 @@ WATCH_POLL_S = 0.5
 SCHEDULER_CALL_S = 10.0
 #: Seconds between questions to the batch scheduler about the nodes of the cluster's jobs.
 NODE_POLL_S = 5.0
+#: Seconds between questions to the batch scheduler about a node whose worker's connection closed, while its look's
+#: probes run.
+CLOSED_ASK_S = 0.5
 #: The moment a verdict names for each kind of lead.
 WHEN_SILENT = "while its worker was silent"
 WHEN_CLOSED = "after its worker's connection closed"
@@ -191,7 +194,7 @@ class SilenceWatch:
                 or lost.job_id in self._handled or lost.host in self._looking):
             return
         why = f"its worker {lost.worker_name}'s connection to the scheduler closed"
-        self._spawn(self._look(Lead(lost.host, lost.job_id, why, WHEN_CLOSED)))
+        self._spawn(self._look(Lead(lost.host, lost.job_id, why, WHEN_CLOSED, closed=True)))
 
     # -- look --------------------------------------------------------------------------------------------
     async def _look(self, lead: Lead) -> None:
@@ -221,18 +224,34 @@ class SilenceWatch:
 
     def _gather(self, lead: Lead, control: tuple[Host, str] | None) -> NodeEvidence:
         """Two quick probes of the lead's node beside the control (:func:`hotspare.probe_look`: on SLURM a step
-        inside its job, on PBS a job pinned to it) and the scheduler's word on the node, at once; then the job's
-        state (a probe of a job that ended proves nothing). Runs in a thread."""
+        inside its job, on PBS a job pinned to it) and the scheduler's word on the node, at once (for a closed
+        connection, asked again while the probes run, and enough without them once it calls the node down); then the
+        job's state (a probe of a job that ended proves nothing). Runs in a thread."""
         jobs = {lead.host: lead.job_id, **({control[0]: control[1]} if control is not None else {})}
         workdir = self.run_dir / "probes" / lead.host.name
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-ask") as ex:
-            asked = ex.submit(self._query.node_states, [lead.host])
-            probes = probe_look(jobs, self.scheduler_kind, workdir, timeout_s=self.probe_timeout_s,
-                                run=self._query.run, sleep=self._sleep)
-            states = asked.result()
+        ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotspare-look")
+        try:
+            looked = ex.submit(probe_look, jobs, self.scheduler_kind, workdir, timeout_s=self.probe_timeout_s,
+                               run=self._query.run, sleep=self._sleep)
+            state = self._query.node_states([lead.host]).get(lead.host, "")
+            # A closed connection and the scheduler calling the node down are two signals: the look need not wait
+            # for its probes (PBS's pinned ones cannot be placed on a down node and take their whole deadline).
+            # Asked again while the probes run: PBS marks a crashed MOM down about a second after the crash.
+            for _ in range(int(self.probe_timeout_s / CLOSED_ASK_S) + 1 if lead.closed else 0):
+                if unhealthy(state) or looked.done() or self._closing:
+                    break
+                time.sleep(CLOSED_ASK_S)  # real time: the scheduler is what changes
+                state = self._query.node_states([lead.host]).get(lead.host, "") or state
+            if lead.closed and unhealthy(state) and not looked.done():
+                probes = LookProbes(())  # left to finish in their thread: each cleans up after itself
+            else:
+                probes = looked.result()
+                if not unhealthy(state):  # the state the probes' time may have changed
+                    state = self._query.node_states([lead.host]).get(lead.host, "") or state
+        finally:
+            ex.shutdown(wait=False)
         facts = self._query.job_facts(lead.job_id)
-        return NodeEvidence(lead, probes.rounds, control[0] if control else None, states.get(lead.host, ""), facts,
-                            probes.uncounted)
+        return NodeEvidence(lead, probes.rounds, control[0] if control else None, state, facts, probes.uncounted)
 
     def _record_look(self, evidence: NodeEvidence, finding: NodeFinding) -> None:
         """Each answer in the workflow's ledger as it came, and the finding; said on the log when it evicts."""

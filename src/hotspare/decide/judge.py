@@ -32,6 +32,9 @@ PROBE_WHY_SUSPECT = "named as a suspect by the log"
 #: unhealthy (NOT_RESPONDING, DOWN, down).
 SIGNAL_PROBE = "probe"
 SIGNAL_SCHEDULER = "scheduler"
+#: A workflow's worker on the node lost its connection (a crash closes them; a frozen node keeps them open): a
+#: signal only beside the scheduler's report (a worker process that died alone closes its connection too).
+SIGNAL_CLOSED = "closed"
 
 
 class Ask(enum.Enum):
@@ -133,15 +136,19 @@ def no_host_answered(dead: Sequence[Host], active: Sequence[Host]) -> bool:
 
 def two_signals(seen: Sequence[str]) -> bool:
     """Whether a node whose work went silent is dead (pure): two missed probes, or a missed probe and the scheduler's
-    report (:data:`SIGNAL_PROBE`, :data:`SIGNAL_SCHEDULER`). The silence is what made someone look, not a signal;
+    report (:data:`SIGNAL_PROBE`, :data:`SIGNAL_SCHEDULER`), or the scheduler's report on a node whose worker's
+    connection closed (:data:`SIGNAL_CLOSED`: PBS marks a crashed MOM down within a second, and no probe job can be
+    placed on a down node to give a second signal). The silence is what made someone look, not a signal;
     one signal never evicts: a slow node misses one probe, and SLURM calls a node NOT_RESPONDING while its tasks
     still run. The scheduler's word alone: never."""
     probes = list(seen).count(SIGNAL_PROBE)
-    return probes >= 2 or (probes >= 1 and SIGNAL_SCHEDULER in seen)
+    return probes >= 2 or (SIGNAL_SCHEDULER in seen and (probes >= 1 or SIGNAL_CLOSED in seen))
 
 
 def signals_why(seen: Sequence[str], when: str) -> str:
     """How a node's two signals read in a verdict (``when``: while output stalled, while its worker was silent)."""
+    if SIGNAL_SCHEDULER in seen and SIGNAL_PROBE not in seen:
+        return f"was reported unhealthy by the scheduler {when}"
     if SIGNAL_SCHEDULER in seen:
         return f"failed a probe {when}, and the scheduler reports it unhealthy"
     return f"failed two probes {when}"
@@ -208,6 +215,8 @@ class NodeLook:
     job: JobFacts | None
     #: How the finding names the job in words ("its job", "its block's job").
     job_words: str = "its job"
+    #: Whether the look came because a worker's connection on the node closed (:data:`SIGNAL_CLOSED`).
+    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +255,8 @@ def ended_for_the_node(look: NodeLook) -> bool:
 def judge_look(look: NodeLook, earlier: Sequence[str] = ()) -> NodeFinding:
     """The two-signal rule on one look (pure), for the workflow adapters: each probe round the node missed
     (counted only while its job runs, and not when the control missed it too) and the scheduler calling it
-    unhealthy are signals, added to those ``earlier`` looks at the same silence found. A node whose job the
+    unhealthy are signals, and so is a closed connection beside that report (:func:`two_signals`), added to those
+    ``earlier`` looks at the same silence found. A node whose job the
     scheduler already ended for a node failure (:func:`ended_for_the_node`) is dead on that verdict."""
     seen = list(earlier)
     counts = probes_count(look.job)
@@ -255,6 +265,8 @@ def judge_look(look: NodeLook, earlier: Sequence[str] = ()) -> NodeFinding:
             seen.append(SIGNAL_PROBE)
     if unhealthy(look.node_state) and SIGNAL_SCHEDULER not in seen:
         seen.append(SIGNAL_SCHEDULER)
+    if look.closed and SIGNAL_CLOSED not in seen:
+        seen.append(SIGNAL_CLOSED)
     ended = ended_for_the_node(look)
     reason = QuarantineReason.SCHEDULER if SIGNAL_SCHEDULER in seen else QuarantineReason.PROBED
     relook_s = RELOOK_S if seen and counts and look.rounds else ANSWERED_RELOOK_S
