@@ -493,6 +493,9 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     # Ray's prefix of a relayed worker or raylet line names the node by address
     (b"(train_lm_task pid=39298, ip=10.130.0.55) ", "10.130.0.55"),
     (b"(raylet, ip=10.0.1.7) ", "10.0.1.7"),
+    # ... also when the copy kept the colour codes without their ESC bytes
+    (b"[36m(WorkerDict pid=3175143, ip=10.49.193.113)[0m ", "10.49.193.113"),
+    (b"[2m[36m(pid=4242, ip=10.1.2.3)[0m ", "10.1.2.3"),
     (b"(pid=4242) ", None),
 ])
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:

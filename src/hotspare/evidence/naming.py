@@ -50,10 +50,12 @@ def takes_prefix(pattern: Pattern) -> bool:
 _PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
 _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 # Ray puts "(name pid=N, ip=A.B.C.D) " (or "(raylet, ip=...)") before every line a worker or raylet relays to the
-# driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs).
+# driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs). It colours the
+# prefix ("{dim}{colour}({prefix}{pid}, ip={ip}){reset} {line}", colorama: ESC[2m ESC[36m ... ESC[0m); a copy that
+# lost the ESC bytes keeps "[36m(WorkerDict pid=N, ip=A.B.C.D)[0m ", the same prefix.
 _RAY_PREFIX = re.compile(
-    rb"[ \t]{0,4}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
-    rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\) ")
+    rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
+    rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: ")
 # Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
