@@ -304,8 +304,12 @@ class SparePool:
         dask-jobqueue then submits the added ones and cancels the retired)."""
         self.spares = [n for n in self.spares if n in self.worker_spec]  # a spare dropped by its act step
         for name, (job, _) in list(self._standby.items()):
-            if name not in self.spares or self._loss_healed(job):
-                self._drop_standby(name, f"{job} is back" if name in self.spares else "")
+            if name not in self.spares:
+                self._drop_standby(name, "")
+            elif job not in self.worker_spec:
+                self._drop_standby(name, f"{job} is no longer planned")
+            elif self._loss_healed(job):
+                self._drop_standby(name, f"{job} is back")
         active = len(self.worker_spec) - len(self.spares)
         regular = [n for n in self.spares if n not in self._standby]  # standbys come and go with their losses
         change = plan_spares(regular, active, self.spare_jobs, budget_left=self._within_budget())
@@ -453,7 +457,7 @@ class SparePool:
         """Whether every worker of ``job`` is connected again (a nanny restarted it): its standby is not needed."""
         names = self._worker_names(job)
         connected = {str(w.get("name")) for w in self.scheduler_info.get("workers", {}).values()}
-        return job not in self.worker_spec or (bool(names) and all(n in connected for n in names))
+        return bool(names) and all(n in connected for n in names)
 
     def _wake(self, spare: str) -> None:
         """The spare's workers ``running`` on the scheduler now (tasks go to them at once), and each worker asked
