@@ -403,7 +403,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
 # Lines that sum a run up rather than say why it ended: an exit status alone (127: not found, 126: not executable,
 # 137 or -9: SIGKILL), a connection exception or MPICH's 'Connection reset by peer', which is as often a peer's
 # view of a rank that died first as a network fault, and a program's bare "FATAL ERROR:", which says it stopped
-# itself but not always why, and a terminal's '^C' (the user stopped it, but maybe a job that had already failed).
+# itself but not always why, a terminal's '^C' (the user stopped it, but maybe a job that had already failed), and
+# one task's own word that it completed (submitit's: its siblings may have failed).
 # Any other line that decides comes first, and a crash line decides before them (see _signal_death: for a fatal
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
@@ -412,7 +413,7 @@ _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
-    "generic.terminal_interrupt",
+    "generic.terminal_interrupt", "submitit.job_completed",
 })
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
