@@ -5,6 +5,7 @@ and a lost job judged, its node quarantined and the job resubmitted elsewhere (n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import shutil
@@ -518,13 +519,15 @@ def test_a_retired_job_is_not_judged(tmp_path: Path) -> None:
             cluster.close()
 
 
-def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path, live_nanny: str) -> None:
-    """The job's log (read from log_directory by its batch id) says its hotspare hook failed: a user error, so the
-    job is dropped, not resubmitted, and no host is blamed."""
+@contextlib.contextmanager
+def _hook_failed_job(tmp_path: Path, lost_worker_timeout: str) -> Iterator[tuple[Any, str, str]]:
+    """A cluster of one job (no submit, scheduler answers empty) whose log says its hotspare hook failed: the
+    cluster, the job's name and its batch id; closed after."""
     NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
     logs = tmp_path / "logs"
     query = SchedulerQuery("slurm", None, run=lambda argv, t: Completed(tuple(argv), 0, "", "", False))
-    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": lost_worker_timeout}):
         cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
                                        log_directory=logs, query=query, scheduler_options=LOOPBACK)
         try:
@@ -533,14 +536,21 @@ def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path, live_nanny: 
             (name,) = cluster.worker_spec
             job_id = str(cluster.workers[name].job_id)
             (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
-            lose_job(cluster, name, nanny=live_nanny)
-            wait_for(lambda: not cluster.worker_spec, "the job dropped")
-            time.sleep(0.3)
-            assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
-            (row,) = cluster.record.jobs()
-            assert row.failure_class == "user_error" and "hook failed" in row.verdict
+            yield cluster, name, job_id
         finally:
             cluster.close()
+
+
+def test_a_job_whose_hook_failed_is_not_resubmitted(tmp_path: Path, live_nanny: str) -> None:
+    """The job's log (read from log_directory by its batch id) says its hotspare hook failed: a user error, so the
+    job is dropped, not resubmitted, and no host is blamed."""
+    with _hook_failed_job(tmp_path, "0.1s") as (cluster, name, _):
+        lose_job(cluster, name, nanny=live_nanny)
+        wait_for(lambda: not cluster.worker_spec, "the job dropped")
+        time.sleep(0.3)
+        assert len(NoSubmitJob.scripts) == 1 and cluster.quarantine.entries() == []
+        (row,) = cluster.record.jobs()
+        assert row.failure_class == "user_error" and "hook failed" in row.verdict
 
 
 def _spare_notes(cluster: Any) -> list[str]:
@@ -607,28 +617,14 @@ def test_a_standby_is_cancelled_when_the_lost_job_is_not_replaced(tmp_path: Path
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     """The standby submitted for a lost job whose judgement replaces nothing (its hook failed: a user error) is
     cancelled, and the log says why; nothing is left planned."""
-    NoSubmitJob.scripts.clear()
-    NoSubmitJob.cancelled.clear()
-    logs = tmp_path / "logs"
-    query = SchedulerQuery("slurm", None, run=lambda argv, t: Completed(tuple(argv), 0, "", "", False))
-    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.3s"}):
-        cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
-                                       log_directory=logs, query=query, scheduler_options=LOOPBACK)
-        try:
-            cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
-            (name,) = cluster.worker_spec
-            job_id = str(cluster.workers[name].job_id)
-            (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
-            with caplog.at_level(logging.WARNING, logger="hotspare_dask"):
-                lose_job(cluster, name)
-                wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
-                wait_for(lambda: not cluster.worker_spec and len(NoSubmitJob.cancelled) == 2, "both cancelled")
-            assert job_id in NoSubmitJob.cancelled and len(set(NoSubmitJob.cancelled)) == 2 and cluster.spares == []
-            assert any(f"for {name} cancelled: batch job {job_id} is not replaced" in r.getMessage()
-                       for r in caplog.records), caplog.text
-        finally:
-            cluster.close()
+    with _hook_failed_job(tmp_path, "0.3s") as (cluster, name, job_id):
+        with caplog.at_level(logging.WARNING, logger="hotspare_dask"):
+            lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
+            wait_for(lambda: not cluster.worker_spec and len(NoSubmitJob.cancelled) == 2, "both cancelled")
+        assert job_id in NoSubmitJob.cancelled and len(set(NoSubmitJob.cancelled)) == 2 and cluster.spares == []
+        assert any(f"for {name} cancelled: batch job {job_id} is not replaced" in r.getMessage()
+                   for r in caplog.records), caplog.text
 
 
 #: A job whose program hit its own bug after progress lines, then Open MPI's banner (mpirun 4.1's words).

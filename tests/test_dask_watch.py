@@ -7,12 +7,14 @@ whose node answers is left alone."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from distributed import Client
 from hotspare import Host, QuarantineReason, SchedulerQuery
 from hotspare.act.runner import Completed
 from hotspare_dask import FailoverSLURMCluster, FailoverSLURMJob
+from hotspare_dask.watch import _say_failed_probes
 
 LOOPBACK = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
 BOUND_S = 60.0
@@ -178,3 +181,17 @@ def test_a_silent_worker_whose_node_answers_is_left_alone(
     until(lambda: cluster.heartbeats.silent(time.monotonic()) == [], "n3 heard again", 30)
     assert silent in cluster.scheduler.workers
     assert cluster.quarantine.entries() == [] and NoSubmitJob.cancelled == [] and len(NoSubmitJob.scripts) == 2
+
+
+def test_probes_a_look_left_running_say_their_failure(caplog: pytest.LogCaptureFixture) -> None:
+    """A look that concluded on the scheduler's word leaves its probes to finish alone: if they fail, the log says
+    so (a real Future, as the look's executor returns it)."""
+    failed: Future[Any] = Future()
+    with caplog.at_level(logging.WARNING, logger="hotspare_dask"):
+        failed.add_done_callback(_say_failed_probes(Host("n3")))
+        failed.set_exception(OSError("qsub: cannot connect to server"))
+        fine: Future[Any] = Future()
+        fine.add_done_callback(_say_failed_probes(Host("n4")))
+        fine.set_result(None)
+    (record,) = caplog.records
+    assert "probes of n3" in record.getMessage() and "cannot connect to server" in record.getMessage()

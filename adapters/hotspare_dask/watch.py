@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,17 @@ from hotspare_dask.silence import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _say_failed_probes(host: Host) -> Callable[[Future[LookProbes]], None]:
+    """For the probes a look concluded without: their failure is said on the log (nobody waits for them)."""
+    def said(done: Future[LookProbes]) -> None:
+        problem = done.exception()
+        if problem is not None:
+            log.warning("hotspare: the probes of %s, left running once the scheduler called it down, failed: %r",
+                        host.name, problem)
+    return said
+
 
 #: Seconds between reads of the workers' heartbeats from the scheduler.
 WATCH_POLL_S = 0.5
@@ -244,6 +255,7 @@ class SilenceWatch:
                 state = self._query.node_states([lead.host]).get(lead.host, "") or state
             if lead.closed and unhealthy(state) and not looked.done():
                 probes = LookProbes(())  # left to finish in their thread: each cleans up after itself
+                looked.add_done_callback(_say_failed_probes(lead.host))
             else:
                 probes = looked.result()
                 if not unhealthy(state):  # the state the probes' time may have changed
