@@ -16,7 +16,7 @@ from hotspare.evidence import multi
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
-from hotspare.evidence.patterns.literals import key_words, rarest_word, rarest_words
+from hotspare.evidence.patterns.literals import key_words, marked_words, rarest_word, rarest_words
 from hotspare.evidence.scan import BLOCK_BYTES, MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
@@ -560,3 +560,26 @@ def test_ordinary_training_output_makes_no_pattern_searched() -> None:
     finder = line_finder(PATTERNS, "hyperscan")
     assert isinstance(finder, multi.HyperscanLines)
     assert finder.flagged(_ordinary_output(1 << 20)) == []
+
+
+def test_a_pattern_with_no_word_is_keyed_by_a_rare_mark() -> None:
+    """A pasted shell prompt holds no word every match must have; its "@" keys it instead (a byte search, outside
+    Hyperscan's literal-only probe): a block without one is not searched for it, a block with one is, and a
+    pattern with one choice holding a word and another only a mark gets both keys."""
+    need_hyperscan()
+    common = PATTERNS.commonness
+    named = {p.qualname: p for p in PATTERNS.event_patterns}
+    prompt = named["kernel.shell_prompt_command"]
+    assert form_words(prompt.regex, multi.prefilter_form(prompt.regex, common), common) == ((("@",),), False)
+    interrupt = named["generic.terminal_interrupt"]
+    keys = form_words(interrupt.regex, multi.prefilter_form(interrupt.regex, common), common)
+    assert keys is not None and ("^",) in keys[0] and len(keys[0]) == 2
+    finder = line_finder(PATTERNS, "hyperscan")
+    assert "kernel.shell_prompt_command" not in finder.flagged(b"step 1 loss 2.0\nuser host ls\n")
+    assert "kernel.shell_prompt_command" in finder.flagged(b"step 1 loss 2.0\n[me@login01 run]$ ./train.sh\n")
+    assert "generic.terminal_interrupt" in finder.flagged(b"loss 2.0\n^C\n")
+    data = b"loss 2.0\n" * 50 + b"[me@login01 run]$ ./train.sh\nKilled\n"
+    assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
+    assert marked_words(r"[a-z]+@[a-z]+", lambda w: 0) == (("@",), False)
+    found = marked_words(r"\^C|received signal", lambda w: 0)
+    assert found is not None and set(found[0]) == {"^", "received"}

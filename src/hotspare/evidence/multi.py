@@ -13,10 +13,13 @@ asks two cheaper questions of each block instead:
 2. Where? For each pattern flagged, one pass of that pattern's own escape-tolerant prefilter (the form the
    RE2 prefilter is built from), reporting where each match ends: those lines are its candidates.
 
-A pattern with no such word is in a database run on every block. One Hyperscan cannot compile, or whose
-prefilter holds non-ASCII text (RE2 folds case by Latin-1 rules, Hyperscan by ASCII ones), is searched by
-RE2. A block where more than :data:`MAX_FLAGGED` patterns are flagged (words that log is full of) is left to
-the RE2 prefilter, whose one pass then costs less than many small ones.
+A pattern some match of which holds no such word is keyed by a rare punctuation mark instead (a pasted
+shell prompt's ``@``), looked for with a byte search; one with neither is searched on every block, in a pass of
+its own: the probe holds literals only, which Hyperscan compiles in a tenth of the memory of any other set.
+One Hyperscan cannot compile, or whose prefilter holds non-ASCII text (RE2 folds case by Latin-1 rules,
+Hyperscan by ASCII ones), is searched by RE2. A block where more than :data:`MAX_FLAGGED` patterns are
+flagged (words that log is full of) is left to the RE2 prefilter, whose one pass then costs less than many
+small ones.
 
 Compiled databases are kept between runs (:data:`CACHE_VAR`): a run then loads them instead of paying
 Hyperscan's compiler in time and memory.
@@ -44,7 +47,14 @@ from hotspare.evidence import cache
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
 from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
-from hotspare.evidence.patterns.literals import key_words, rarest_words, required_literals
+from hotspare.evidence.patterns.literals import (
+    is_mark,
+    key_words,
+    marked_words,
+    rarest_mark,
+    rarest_words,
+    required_literals,
+)
 
 try:
     import hyperscan
@@ -131,7 +141,8 @@ class HyperscanLines:
         self._forms = list(forms)
         self._form_patterns = [frozenset(indices) for indices in forms.values()]
         # Each form's alternatives: the words a block must hold, one or two (two when one alone would turn up by
-        # chance: see key_words); a form is flagged when every word of one alternative is in the block.
+        # chance: see key_words); a form is flagged when every word of one alternative is in the block. An
+        # alternative may be a mark instead (a byte no word holds: a prompt's "@"), looked for with bytes.find.
         alternatives: list[tuple[tuple[tuple[str, bool], ...], ...]] = []
         unkeyed: list[int] = []
         for form_index, indices in enumerate(self._form_patterns):
@@ -142,12 +153,16 @@ class HyperscanLines:
                 continue
             keys, ignore_case = found
             alternatives.append(tuple(
-                tuple((w.lower() if ignore_case else w, ignore_case) for w in key) for key in keys))
+                tuple((w, False) if is_mark(w) else (w.lower() if ignore_case else w, ignore_case) for w in key)
+                for key in keys))
         # Only one word of each alternative is probed for (see probe_word): the probe's cost follows its shortest
         # and commonest words ("rank" in every line of a training log halved its speed as a pair's second word).
-        # The others are looked for in a block only once their alternative's probed word is there.
+        # The others are looked for in a block only once their alternative's probed word is there. Marks are not
+        # probed: one one-byte literal costs Hyperscan's compiler some 30 MB more (it leaves its literal-only
+        # path), where memchr finds the byte at memory speed.
         common = patterns.commonness
-        probed_words = {min(alt, key=lambda w: probe_rank(w[0], common)) for alts in alternatives for alt in alts}
+        probed_words = {min(alt, key=lambda w: probe_rank(w[0], common))
+                        for alts in alternatives for alt in alts if not _marked(alt)}
         words: dict[tuple[str, bool], int] = {}  # probe ids first (a hit's index is its word's id), then the rest
         for word in sorted(probed_words):
             words[word] = len(words)
@@ -158,10 +173,15 @@ class HyperscanLines:
         self._osc = len(probed_words)
         needs = [tuple(frozenset(words[w] for w in alt) for alt in alts) for alts in alternatives]
         word_forms: list[set[int]] = [set() for _ in range(self._osc)]
+        mark_forms: dict[bytes, set[int]] = {}
         for form_index, alts in enumerate(alternatives):
             for alt in alts:
-                word_forms[words[min(alt, key=lambda w: probe_rank(w[0], common))]].add(form_index)
+                if _marked(alt):
+                    mark_forms.setdefault(alt[0][0].encode(), set()).add(form_index)
+                else:
+                    word_forms[words[min(alt, key=lambda w: probe_rank(w[0], common))]].add(form_index)
         self._word_forms = [tuple(sorted(forms_)) for forms_ in word_forms]
+        self._mark_forms = [(mark, tuple(sorted(forms_))) for mark, forms_ in mark_forms.items()]
         self._needs = needs
         #: Forms some alternative of which needs more than one word: flagged only once all are seen.
         self._paired = frozenset(i for i, alts in enumerate(needs) if any(len(alt) > 1 for alt in alts))
@@ -170,14 +190,10 @@ class HyperscanLines:
             index: (compile_bytes("(?i)" + re.escape(word)) if ignore_case else word.encode())
             for (word, ignore_case), index in words.items() if index >= self._osc
         }
-        # Forms with no word are searched on every block: in the probe pass when Hyperscan takes them.
-        always = [self._compile(i) for i in unkeyed]
-        self._always = [s for s in always if isinstance(s, _Re2Searcher)]
-        probed = [i for i, s in zip(unkeyed, always, strict=True) if isinstance(s, _HyperscanSearcher)]
-        # Probe ids: the probed words, then the OSC introducer (bytes.find for it would stop at every escape of a
-        # coloured log), then the forms with no word.
-        self._probed = [self._form_patterns[i] for i in probed]
-        self._probe = _probe_database(list(words)[: self._osc], [self._forms[i] for i in probed])
+        # Forms with neither word nor mark are searched on every block, each in a pass of its own (in the probe,
+        # an expression that is not a literal would cost the compiler the same 30 MB as a mark).
+        self._always = [self._compile(i) for i in unkeyed]
+        self._probe = _probe_database(list(words)[: self._osc])
         # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
         self._searchers: dict[int, _Searcher] = {}
         self._lock = threading.Lock()
@@ -185,12 +201,10 @@ class HyperscanLines:
 
     def candidates(self, text: bytes) -> list[Candidate]:
         """Candidate lines of ``text`` with the patterns that flagged each."""
-        hits, flagged, probed = self._probe_block(text)
+        hits, flagged = self._probe_block(text)
         if len(flagged) > MAX_FLAGGED:
             return self._fallback.candidates(text)
         lines = _Lines(text)
-        for form, ends in probed.items():
-            lines.add_ends(ends, self._probed[form])
         for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
             searcher.search(text, lines, self._scratch)
         at = text.find(_OSC) if any(index == self._osc for index, _ in hits) else -1
@@ -202,30 +216,30 @@ class HyperscanLines:
     def flagged(self, text: bytes) -> list[str]:
         """The patterns (qualified names) whose forms a block of ``text`` makes the finder search for: each costs a
         pass over the block, so ordinary output should flag none."""
-        _, flagged, _ = self._probe_block(text)
+        _, flagged = self._probe_block(text)
         patterns = self._patterns.event_patterns
         return sorted(patterns[i].qualname for form in flagged for i in self._form_patterns[form])
 
-    def _probe_block(self, text: bytes) -> tuple[list[tuple[int, int]], set[int], dict[int, list[int]]]:
-        """The probe pass: its hits, the forms flagged (every word of one of their alternatives seen), and where the
-        word-less forms matched."""
+    def _probe_block(self, text: bytes) -> tuple[list[tuple[int, int]], set[int]]:
+        """The probe pass: its hits, and the forms flagged (every word of one of their alternatives seen, or a
+        mark of theirs in the block)."""
         hits: list[tuple[int, int]] = []
         self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
         flagged: set[int] = set()
         seen: set[int] = set()
-        probed: dict[int, list[int]] = {}
-        for index, end in hits:
+        for index, _ in hits:
             if index < self._osc:
                 seen.add(index)
                 flagged.update(self._word_forms[index])
-            elif index > self._osc:
-                probed.setdefault(index - self._osc - 1, []).append(end)
+        for mark, forms in self._mark_forms:
+            if mark in text:
+                flagged.update(forms)
         if flagged & self._paired:
             looked: dict[int, bool] = {}
             for form in flagged & self._paired:
                 if not any(all(self._holds(text, word, seen, looked) for word in alt) for alt in self._needs[form]):
                     flagged.discard(form)
-        return hits, flagged, probed
+        return hits, flagged
 
     def _holds(self, text: bytes, word: int, seen: set[int], looked: dict[int, bool]) -> bool:
         """Whether the block holds word ``word``: the probe says for its own words; the others are looked for
@@ -299,7 +313,8 @@ def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> K
     rarest by ``common`` are taken (:func:`~hotspare.evidence.patterns.literals.key_words`,
     :func:`~hotspare.evidence.patterns.word_commonness`), so that a block of ordinary output flags few patterns.
     A form that is the whole regex relaxed is asked directly (slower: its text is long), one word an
-    alternative.
+    alternative. Where some choice holds no word, a rare punctuation mark keys it instead
+    (:func:`~hotspare.evidence.patterns.literals.marked_words`: a shell prompt's ``@``).
     """
     table = common or {}
 
@@ -308,13 +323,18 @@ def form_words(regex: str, form: str, common: dict[str, int] | None = None) -> K
 
     literals = required_literals(regex, count)  # what prefilter_form(regex, common) is made of
     if literals is None:
-        found = rarest_words(form, count)
+        found = rarest_words(form, count) or marked_words(form, count)
         return None if found is None else (tuple((word,) for word in found[0]), found[1])
     alternatives, ignore_case = literals
-    keys = [key_words(literal, count) for literal in alternatives]
+    keys = [key_words(literal, count) or _mark_key(literal) for literal in alternatives]
     if any(key is None for key in keys):
         return None
     return tuple(dict.fromkeys(key for key in keys if key)), ignore_case
+
+
+def _mark_key(literal: str) -> tuple[str, ...] | None:
+    mark = rarest_mark(literal)
+    return None if mark is None else (mark,)
 
 
 class _Searcher(Protocol):
@@ -426,13 +446,18 @@ def probe_rank(word: str, commonness: dict[str, int]) -> tuple[bool, bool, int, 
     return word.isdigit(), len(word) < 5, commonness.get(word.lower(), 0), -len(word)
 
 
-def _probe_database(words: list[tuple[str, bool]], forms: list[str]) -> Any:
-    """One pass over a block for: each word (reported once: that it is there is enough), the OSC
-    introducer (once), and the prefilter forms that have no word (every match end)."""
+def _marked(alternative: tuple[tuple[str, bool], ...]) -> bool:
+    """Whether a form's alternative is a mark (looked for with bytes.find) rather than words to probe for."""
+    return len(alternative) == 1 and is_mark(alternative[0][0])
+
+
+def _probe_database(words: list[tuple[str, bool]]) -> Any:
+    """One pass over a block for each word (reported once: that it is there is enough) and the OSC
+    introducer (once). Literals only: Hyperscan compiles a set of literals in a tenth of the memory a set
+    holding any other expression takes."""
     single = hyperscan.HS_FLAG_SINGLEMATCH
-    expressions = [re.escape(word) for word, _ in words] + [re.escape(_OSC.decode()), *forms]
+    expressions = [re.escape(word) for word, _ in words] + [re.escape(_OSC.decode())]
     flags = [single | (hyperscan.HS_FLAG_CASELESS if caseless else 0) for _, caseless in words] + [single]
-    flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_PREFILTER] * len(forms)
     return _database(expressions, flags)
 
 

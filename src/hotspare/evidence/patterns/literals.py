@@ -33,6 +33,9 @@ MIN_LITERAL = 6
 MIN_WORD = 4
 #: Words this long and longer are preferred keys (:func:`rarest_words`).
 RARE_WORD = 6
+#: Punctuation rare enough in log lines to key a pattern that holds no word (a pasted shell prompt's ``@``, a
+#: terminal's ``^C``), rarest first: a block is asked for one with a byte search (:func:`marked_words`).
+MARKS = "@^~`"
 
 Alternatives = tuple[str, ...]
 #: What a run of literal text offers as a requirement: the run itself, or one of its words; None if too short.
@@ -89,6 +92,36 @@ def rarest_words(regex: str, commonness: Commonness) -> tuple[Alternatives, bool
         return worst[0], worst[1], sum(r[2] for r in ranks), worst[3], len(alts)
 
     return _required(regex, pick, key)
+
+
+def marked_words(regex: str, commonness: Commonness) -> tuple[Alternatives, bool] | None:
+    """Like :func:`rarest_words`, but a required run holding no word offers its rarest mark (:data:`MARKS`),
+    ranked after every word: for a regex some of whose matches hold no word at all (a shell prompt, a
+    terminal's ``^C``). A single byte stands verbatim in a coloured line as a word does."""
+
+    def pick(run: str) -> str | None:
+        return rarest_word(run, commonness) or rarest_mark(run)
+
+    def key(alts: Alternatives) -> tuple[bool, bool, int, int, int]:
+        ranks = [(*_MARK_RANK, MARKS.index(a)) if is_mark(a) else _rarity(a, commonness) for a in alts]
+        worst = max(ranks)
+        return worst[0], worst[1], sum(r[2] for r in ranks), worst[3], len(alts)
+
+    return _required(regex, pick, key)
+
+
+def rarest_mark(text: str) -> str | None:
+    """The rarest of :data:`MARKS` in ``text``, if any."""
+    return next((mark for mark in MARKS if mark in text), None)
+
+
+def is_mark(key: str) -> bool:
+    """Whether a key (:func:`marked_words`, :func:`key_words`) is a mark rather than a word."""
+    return len(key) == 1 and key in MARKS
+
+
+#: How a mark ranks against words (:func:`marked_words`): after all of them, before nothing.
+_MARK_RANK = (True, True, 1 << 29)
 
 
 def rarest_word(text: str, commonness: Commonness) -> str | None:
