@@ -445,9 +445,10 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
                and not (own_abort and _ABORT.search(e.text)) for e in evidence)
 
 
-# A frame of a program's own abort routine in the traceback its SIGABRT prints (CESM/E3SM's shr_abort_abort, which
-# ends in abort()): the abort line above it is how the program stopped itself, so that crash does not explain it.
-_ABORT_ROUTINES = frozenset({"cesm.shr_abort_frame"})
+# A frame of a program's own abort routine in the traceback its SIGABRT prints (CESM/E3SM's shr_abort_abort, CP2K's
+# cp_abort, which end in abort()): the abort line above it is how the program stopped itself, so that crash does not
+# explain it.
+_ABORT_ROUTINES = frozenset({"cesm.shr_abort_frame", "cp2k.cp_abort_frame"})
 
 
 # Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full

@@ -56,8 +56,9 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _RAY_PREFIX = re.compile(
     rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
     rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
-# What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ...").
-_SHELL_LINE = re.compile(rb"line [0-9]+: ")
+# What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ..."), or a
+# program's name in its own diagnostic that names a source line (glibc's assert: "prog3: io.c:88: f: Assertion ...").
+_SHELL_LINE = re.compile(rb"line [0-9]+: |[^\s:]+:[0-9]+: ")
 # Words a "word + number" prefix is made of when it is not a node: devices, drivers, ranks, loop counters.
 _NOT_A_NODE = re.compile(
     r"(?:eth|ib|hsn|cxi|bond|en[ops]|ens|wlan|wlp|sd|hd|vd|nvme|md|dm|loop|card|renderd|mlx|hfi|qib|xe|nvidia|gpu"
@@ -79,7 +80,7 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
         return ANONYMOUS if host is None else (host, host.raw)
     found = _PREFIX.match(line)
     if found is None or found.end() > before or _SHELL_LINE.match(line, found.end()):
-        return ANONYMOUS  # (bash names the script, not a node: "run.sh: line 9: 21923 Aborted")
+        return ANONYMOUS  # (bash names the script, an assert the program, not a node: "run.sh: line 9: 21923 Aborted")
     text = found.group(1).decode("latin-1")
     if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
                                       or _NOT_A_NODE.fullmatch(text)):
