@@ -566,3 +566,36 @@ def test_generic_meanings(patterns: PatternSet, text: str, fclass: FailureClass 
         assert v.failure_class is fclass, v.reason
     assert [h.raw for h in v.blamed_hosts] == blamed
     assert not v.exclude_hosts  # none of these is node-fault evidence
+
+
+@pytest.mark.parametrize("line", [
+    "ERROR: cannot open input file run.in",
+    "Error: No such option: --nodes",
+    "gcc: fatal error: no input files",
+    "*** ERROR: unknown keyword 'nstep' in input deck",
+])
+def test_a_programs_own_error_line_is_the_last_resort(patterns: PatternSet, line: str) -> None:
+    """A program no pack knows says what stopped it in an error line: when nothing else says why, that is the
+    program's own stop (user_error, not retried), in the reason as the last resort."""
+    v = verdict(f"step 1 loss 2.0\n{line}\n", patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts
+    assert "generic.error_severity_line" in v.reason and "no other line says why" in v.reason
+
+
+@pytest.mark.parametrize(("text", "rc", "expected"), [
+    # the infrastructure's failure in a program's words: not the user's mistake
+    ("Error: failed to connect to 10.0.0.5:29500\n", 1, FailureClass.UNKNOWN),
+    ("ERROR: could not write checkpoint: no space left on device\n", 1, FailureClass.TRANSIENT_IO),
+    ("Error: error in ptssup_mkcltsock_afunix()\n", 1, FailureClass.UNKNOWN),
+    # a signal's exit status says more than the line before it
+    ("ERROR: cannot open input file run.in\n", -11, FailureClass.RANK_KILLED),
+    # a launcher's own error line has its own reading
+    ("srun: error: n3: task 0: Segmentation fault\n", None, FailureClass.RANK_KILLED),
+    # any line that says why decides first
+    ("ERROR: bad value\nTraceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", 1, FailureClass.OOM),
+    # a metric, not an error
+    ("epoch 3 error: 0.0312\n", 1, FailureClass.UNKNOWN),
+])
+def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None, expected: FailureClass) -> None:
+    assert verdict(text, patterns, rc=rc).failure_class is expected

@@ -186,6 +186,8 @@ def classify(
         or _from_status(status, evidence)
     )
     decision = _signal_death(decision, usable, evidence, members)
+    if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
+        decision = _last_resort(status, evidence) or decision
     decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
     return _verdict(decision, evidence, members, status, last_line)
 
@@ -291,7 +293,7 @@ def _before_crash(
         (e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
                   or e.pattern in _PROGRAM_EXITS or (
-        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR)), None)
+        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in _LAST_RESORT)), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
@@ -377,6 +379,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev):
             continue  # an exception a library caught and logged as a warning: the run went on
+        if ev.pattern in _LAST_RESORT:
+            continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
             continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
         if ev.failure_class is FailureClass.USER_ERROR:
@@ -386,7 +390,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
                             and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)
-                            and e.pattern not in _STATUS_ONLY), None)
+                            and e.pattern not in _STATUS_ONLY and e.pattern not in _LAST_RESORT), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
@@ -420,6 +424,20 @@ _STATUS_ONLY = frozenset({
 _CRASH_EXPLAINS = frozenset({
     FailureClass.RANK_KILLED, FailureClass.NETWORK, FailureClass.USER_ERROR, FailureClass.CANCELLED,
 })
+
+
+# A program's bare error line ("ERROR: cannot open run.in", "prog: error: ..."; generic.error_severity_line) is the
+# last resort: it decides only when no other line, no teardown, the scheduler and the exit status say nothing (a
+# launcher's own "srun: error: n3: task 0: Segmentation fault" has the same shape and its own reading), and then
+# as the program's own stop, unless it speaks of the infrastructure: the words a connection, memory, storage,
+# device or node failure is reported in. Programs no pack knows word those failures the same way ("Error: failed
+# to connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish.
+_LAST_RESORT = frozenset({"generic.error_severity_line"})
+_INFRA_WORDS = re.compile(
+    r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
+    r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
+    r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
+    r"orted|prted|code:? -[0-9]|\bhdf|netcdf")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -591,6 +609,20 @@ def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
     if fclass is None:
         return None
     return _Decision(fclass, (), f"scheduler reports job state {state}")
+
+
+def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """The first error line of a program no pack knows (see _LAST_RESORT), once nothing else decided: no other
+    pattern reads that line, and the exit status is not a signal's (a crash or a kill says more)."""
+    if status is not None and status.signal is not None:
+        return None
+    others = {e.line for e in evidence if e.pattern not in _LAST_RESORT}  # a line another pattern reads is its
+    ev = next((e for e in evidence if e.pattern in _LAST_RESORT and e.line not in others
+               and not _INFRA_WORDS.search(e.text)), None)
+    if ev is None or ev.failure_class is None:
+        return None
+    return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
+                     from_status=True, line=ev.line)
 
 
 def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision:
