@@ -599,3 +599,15 @@ def test_a_programs_own_error_line_is_the_last_resort(patterns: PatternSet, line
 ])
 def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None, expected: FailureClass) -> None:
     assert verdict(text, patterns, rc=rc).failure_class is expected
+
+
+@pytest.mark.parametrize("line", [
+    "FATAL: Unable to handle docker://ubuntu (dial tcp: lookup registry-1.docker.io: Temporary failure in name resolution)",
+    "ERROR: Read-only file system: '/scratch/run/out.h5'",
+    "Error: service busy, try again later",
+    "error: unable to reach the licence service: no route to host",
+])
+def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line: str) -> None:
+    """A bare error line that speaks of the infrastructure (a name lookup, a read-only file system, a busy service,
+    a route) is not read as the user's mistake: the failure is not called user_error (a retry may finish it)."""
+    assert verdict(f"{line}\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR

@@ -437,7 +437,8 @@ _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
-    r"orted|prted|code:? -[0-9]|\bhdf|netcdf")
+    r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
+    r"name resolution|throttl|rate limit|busy|try again|retry|retries")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
