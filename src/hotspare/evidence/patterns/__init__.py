@@ -63,7 +63,9 @@ from hotspare.failures import FailureClass
 #: ``>`` of a quoted reply (e-mail, Markdown) and at most one backquote that opens Markdown inline code (a line quoted
 #: as `...` in an issue or a forum post). Taken lazily (as few as the match needs): a pattern that opens with an
 #: optional ``[host:pid] `` group of its own gets that text and captures its host, where a greedy allowance would
-#: swallow it as a ``[...]`` tag.
+#: swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527 16:53:14.480000 391100 file.cc:737]`` (severity, month
+#: and day, time to the microsecond, thread or process id, source file and line) is the same prefix in PyTorch's own
+#: logs (torch/_logging TorchLogsFormatter), which carry a failed rank's traceback one line at a time behind it.
 LINE_PREFIX = (
     r"[ \t]*(?:>[ \t]*){0,2}`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
@@ -71,6 +73,7 @@ LINE_PREFIX = (
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
+    r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
     r"|[0-9]+:"                                                   # srun -l
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
