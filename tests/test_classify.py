@@ -611,3 +611,21 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
     """A bare error line that speaks of the infrastructure (a name lookup, a read-only file system, a busy service,
     a route) is not read as the user's mistake: the failure is not called user_error (a retry may finish it)."""
     assert verdict(f"{line}\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize("prefix", [
+    f"x4102c5s3b0n0.{AURORA} 12: ",  # HPE Cray PALS mpiexec --label
+    "trainer-1  | ",                   # docker compose
+    "12:34:56 ",                       # a bare time of day
+])
+def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:
+    text = "".join(f"{prefix}{line}\n" for line in (
+        "Traceback (most recent call last):", '  File "t.py", line 3, in <module>', "IndexError: list index out of range"))
+    assert verdict(text, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+def test_a_pals_label_names_the_node_a_crash_was_printed_on(patterns: PatternSet) -> None:
+    """PALS's --label puts "host rank: " before each line: a crash line that names no host is about that node."""
+    v = verdict(f"x4102c5s3b0n0.{AURORA} 12: Fatal Python error: Segmentation fault\n"
+                f"x4102c5s4b0n0.{AURORA} 13: step 3 loss 2.1\n", patterns, rc=139)
+    assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["x4102c5s3b0n0"]

@@ -429,16 +429,20 @@ _CRASH_EXPLAINS = frozenset({
 # A program's bare error line ("ERROR: cannot open run.in", "prog: error: ..."; generic.error_severity_line) is the
 # last resort: it decides only when no other line, no teardown, the scheduler and the exit status say nothing (a
 # launcher's own "srun: error: n3: task 0: Segmentation fault" has the same shape and its own reading), and then
-# as the program's own stop, unless it speaks of the infrastructure: the words a connection, memory, storage,
-# device or node failure is reported in. Programs no pack knows word those failures the same way ("Error: failed
-# to connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish.
+# as the program's own stop, unless it speaks of the infrastructure (the words a connection, memory, storage,
+# device or node failure is reported in), is a launcher's or a scheduler client's own line ("srun: error: Unable
+# to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
+# why). Programs no pack knows word those failures the same way ("Error: failed to connect to 10.0.0.5"), and
+# calling them the user's mistake would stop a job a retry could finish.
 _LAST_RESORT = frozenset({"generic.error_severity_line"})
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
     r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
-    r"name resolution|throttl|rate limit|busy|try again|retry|retries")
+    r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit (?:code|status)|return(?:ed)? code|"
+    r"retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|\bq(?:sub|stat|del|alter)\b|pbsnodes|"
+    r"\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|job step|job ?id")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING

@@ -46,8 +46,9 @@ def takes_prefix(pattern: Pattern) -> bool:
     return pattern.host_means is HostMeaning.ORIGIN and pattern.failure_class in _LOCAL_CLASSES
 
 
-# pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints.
-_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9]): ")
+# pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints;
+# HPE Cray PALS's mpiexec with --label "host rank: ".
+_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9])(?: [0-9]{1,7})?: ")
 _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 # Ray puts "(name pid=N, ip=A.B.C.D) " (or "(raylet, ip=...)") before every line a worker or raylet relays to the
 # driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs). It colours the

@@ -74,7 +74,10 @@ LINE_PREFIX = (
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
+    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"                   # a bare time of day
     r"|[0-9]+:"                                                   # srun -l
+    r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
+    r"|[A-Za-z0-9_][A-Za-z0-9_.-]* +\|"                           # docker compose: "trainer-1  | "
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
     r")[ \t]*){0,4}?"
