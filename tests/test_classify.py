@@ -629,3 +629,13 @@ def test_a_pals_label_names_the_node_a_crash_was_printed_on(patterns: PatternSet
     v = verdict(f"x4102c5s3b0n0.{AURORA} 12: Fatal Python error: Segmentation fault\n"
                 f"x4102c5s4b0n0.{AURORA} 13: step 3 loss 2.1\n", patterns, rc=139)
     assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["x4102c5s3b0n0"]
+
+
+def test_a_launcher_line_of_the_same_shape_is_not_the_last_resort(patterns: PatternSet) -> None:
+    """"srun: error: ..." has the shape of a program's error line: the scanner records only the launcher's pattern
+    on it, so the last resort is still free to read the program's own line after it."""
+    result = scan(b"srun: error: Node failure on n2\n", patterns)
+    assert [e.pattern for e in result.evidence] == ["slurm.srun_node_failure"]
+    v = verdict("srun: error: n1: task 0: Exited with exit code 1\nERROR: cannot open input file run.in\n",
+                patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and "line 2" in v.reason

@@ -24,9 +24,12 @@ from conftest import run_cli
 from hotspare import EXIT_NO_RETRY, EXIT_OK, EXIT_RETRY_ELSEWHERE, Ledger
 
 INDEX_ERROR = "print('step=1'); l = []; l[3]"
-SAME_FATAL = "import sys; print('step=1'); sys.exit('fatal: table train has no column 7')"
+# A failure no line explains (the classifier's "unknown"), the same every attempt or changing between attempts.
+SAME_FATAL = "import sys; print('step=1'); sys.exit('table train has no column 7')"
 CHANGING = ("import os, sys; print('step=1'); "
-            "sys.exit('fatal: ' + ['alpha', 'bravo', 'charlie', 'delta'][int(os.environ['HOTSPARE_ATTEMPT']) - 1])")
+            "sys.exit('phase ' + ['alpha', 'bravo', 'charlie', 'delta'][int(os.environ['HOTSPARE_ATTEMPT']) - 1])")
+# A program's own error line, nothing else said: the last resort reads it as the program's stop at once.
+OWN_ERROR_LINE = "import sys; print('step=1'); sys.exit('fatal: table train has no column 7')"
 
 
 def launch(tmp: Path, hosts: str, nhosts: int, code: str, *, down: tuple[str, ...] = ()) -> tuple[int, Path, str]:
@@ -53,7 +56,8 @@ def decisions(run: Path) -> list[tuple[str, str]]:
     (INDEX_ERROR, EXIT_NO_RETRY, ["stop"], "IndexError: list index out of range"),
     (SAME_FATAL, EXIT_NO_RETRY, ["retry", "stop"], "same failure on healthy hosts (attempts 1 and 2)"),
     (CHANGING, EXIT_NO_RETRY, ["retry", "retry", "stop"], "every host answered its probe"),
-], ids=["index-error", "same-fatal", "changing"])
+    (OWN_ERROR_LINE, EXIT_NO_RETRY, ["stop"], "no other line says why: fatal: table train has no column 7"),
+], ids=["index-error", "same-fatal", "changing", "own-error-line"])
 def test_a_programs_own_failure_ends_with_3(tmp_path: Path, code: str, want_exit: int, actions: list[str],
                                             reason: str) -> None:
     """A bug is stopped after at most one retry in place when it repeats; a failure that changes is retried as

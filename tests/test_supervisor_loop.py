@@ -206,7 +206,7 @@ def test_a_lone_host_that_misses_the_quick_probes_gets_the_full_timeout(tmp_path
 def test_the_same_failure_on_healthy_hosts_stops_with_3(tmp_path: Path) -> None:
     """rc 1 naming no host, every probe answered, and the retry in place fails the same way: the failure is the
     program's (issue 20): exit 3 after one retry, with the reason, never 93."""
-    runner = FakeRunner([Script(b"step=4\nfatal: table 'x' has no column 7\n", 1)] * 3)
+    runner = FakeRunner([Script(b"step=4\ntable 'x' has no column 7\n", 1)] * 3)  # no line says why
     code, ledger = supervise(tmp_path, runner)
     decisions = ledger.decisions()
     ledger.close()
@@ -220,7 +220,7 @@ def test_the_same_failure_on_healthy_hosts_stops_with_3(tmp_path: Path) -> None:
 def test_a_failure_that_changes_is_retried_then_stops_with_3(tmp_path: Path) -> None:
     """Defect 1 stays fixed, and the exit-code contract holds: a failure naming no host that changes between
     attempts, every probe answered: two retries in place, then exit 3 (no node evidence, so not 93)."""
-    runner = FakeRunner([Script(f"step=4\nfatal: {word}\n".encode(), 1) for word in ("alpha", "bravo", "charlie")])
+    runner = FakeRunner([Script(f"step=4\nphase {word}\n".encode(), 1) for word in ("alpha", "bravo", "charlie")])
     code, ledger = supervise(tmp_path, runner)
     decisions = ledger.decisions()
     ledger.close()

@@ -41,7 +41,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hotspare.act.node_states import unhealthy
-from hotspare.evidence.patterns import HostMeaning, Role
+from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
@@ -186,8 +186,13 @@ def classify(
         or _from_status(status, evidence)
     )
     decision = _signal_death(decision, usable, evidence, members)
+    last = None
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
-        decision = _last_resort(status, evidence) or decision
+        last = _last_resort(status, evidence)
+        decision = last or decision
+    # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
+    # its signature), where it would stand before the line that did decide.
+    evidence = tuple(e for e in evidence if e.pattern not in _LAST_RESORT or (last is not None and e.line == last.line))
     decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
     return _verdict(decision, evidence, members, status, last_line)
 
@@ -434,7 +439,7 @@ _CRASH_EXPLAINS = frozenset({
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
 # why). Programs no pack knows word those failures the same way ("Error: failed to connect to 10.0.0.5"), and
 # calling them the user's mistake would stop a job a retry could finish.
-_LAST_RESORT = frozenset({"generic.error_severity_line"})
+_LAST_RESORT = LAST_RESORT
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"

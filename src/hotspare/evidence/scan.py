@@ -38,7 +38,7 @@ from hotspare.evidence.naming import (
     shown,
     takes_prefix,
 )
-from hotspare.evidence.patterns import Pattern, PatternSet, build_set, load_patterns
+from hotspare.evidence.patterns import LAST_RESORT, Pattern, PatternSet, build_set, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host
 
@@ -115,6 +115,8 @@ class Scanner:
         self._prefix_takers: dict[int, bool] = {}
         self._subsets: dict[frozenset[int], _Subset] = {}
         self._hots: dict[int, _Hot] = {}
+        self._last_resort = frozenset(
+            i for i, p in enumerate(self.patterns.event_patterns) if p.qualname in LAST_RESORT)
 
     @property
     def lines(self) -> int:
@@ -241,6 +243,8 @@ class Scanner:
             if exact:
                 indices = self._subset(ids).match(line)
         records = self._records
+        if self._last_resort:
+            indices = self._yield_last_resort(indices)
         for index in indices:
             pattern, qualname, group, plain, prefixed = self._hot(index)
             plain = plain and found is None
@@ -258,6 +262,13 @@ class Scanner:
                     continue
                 evidence = line_evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
+
+    def _yield_last_resort(self, indices: Iterable[int]) -> Iterable[int]:
+        """``indices`` without the last-resort patterns (LAST_RESORT) when any other pattern matched the line too."""
+        found = list(indices)
+        if len(found) > 1 and not self._last_resort.isdisjoint(found):
+            return [i for i in found if i not in self._last_resort]
+        return found
 
     def _hot(self, index: int) -> _Hot:
         """What the hot path asks of event pattern ``index``, looked up once (a dense log asks per line): the
@@ -307,7 +318,7 @@ class Scanner:
         indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
         joins = (only_across,) if isinstance(only_across, int) else only_across
         matched: list[tuple[str, int]] = []
-        for index in sorted(indices):
+        for index in self._yield_last_resort(sorted(indices)):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):

@@ -83,6 +83,11 @@ LINE_PREFIX = (
     r")[ \t]*){0,4}?"
 )
 
+#: Patterns read only as the last resort (hotspare.evidence.classify._last_resort): a program's bare error line. A
+#: line another pattern also matches is that pattern's (the scanner records no last-resort match on it): "srun:
+#: error: Node failure on n2" has the same shape.
+LAST_RESORT = frozenset({"generic.error_severity_line"})
+
 ENV_VAR = "HOTSPARE_PATTERNS"
 ENTRY_POINT_GROUP = "hotspare.evidence.patterns"
 
