@@ -294,6 +294,8 @@ def _before_crash(
     srun --kill-on-bad-exit, mpirun's abort of the job). Without ``late_crashes`` (the class, not the blame), a
     crash reported after the teardown began (the peers that abort once a lost rank's connection drops) is part of
     the teardown, not a first crash: a kill summed up later in the log may still be what came first."""
+    if any(e.pattern in _SUMMARY_CRASHES for e in evidence):
+        return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
     teardown = None if late_crashes else next(
         (e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
@@ -303,6 +305,13 @@ def _before_crash(
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
 
+
+# A launcher's summary of every process's end that names a crash signal, printed after the per-process lines
+# wherever the crash came in the run: Hydra's mpiexec ORs every process's wait status into one and prints its
+# signal ("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)", mpiexec.c). Beside a
+# banner's SIGKILL (EXIT CODE: 9) it says another process ended otherwise: the SIGKILL is Hydra's cleanup of the
+# rest after the crash, whichever was printed first.
+_SUMMARY_CRASHES = frozenset({"hydra.exit_string_crash"})
 
 # A launcher's word that a task ended by itself with a non-zero code (not a signal): the program gave up, and the
 # SIGKILLs the launcher sends the other tasks after it (srun --kill-on-bad-exit) are the teardown. Under load the
