@@ -478,8 +478,18 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     as the program's own stop but is the crash's consequence. Signal deaths are read by what comes first."""
     teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     own_abort = ev.pattern in _ABORT_ROUTINES
-    return any(_is_crash(e) and e.line < ev.line and (teardown is None or e.line < teardown)
+    # The launcher's word that the job was aborted and the aborting rank's own report reach the log by different
+    # paths (mpirun prints its help message itself, the rank's stderr is relayed), so a handler that ends the job
+    # with MPI_Abort after catching a crash signal explains that word wherever its report lands.
+    relayed = ev.pattern in _ABORTS_JOB
+    return any(_is_crash(e) and (e.line < ev.line or (relayed and e.pattern in _HANDLER_ABORTS))
+               and (teardown is None or e.line < teardown)
                and not (own_abort and _ABORT.search(e.text)) for e in evidence)
+
+
+# Crash reports of signal handlers that end the job with MPI_Abort themselves: PETSc's PetscSignalHandlerDefault prints
+# 'Caught signal number N ...' and the error report, then PETSCABORT(PETSC_COMM_WORLD, ...) (src/sys/error/signal.c).
+_HANDLER_ABORTS = frozenset({"petsc.caught_crash_signal", "petsc.crash_report_host"})
 
 
 # A frame of a program's own abort routine in the traceback its SIGABRT prints (CESM/E3SM's shr_abort_abort, CP2K's
