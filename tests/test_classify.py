@@ -616,6 +616,7 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
 @pytest.mark.parametrize("prefix", [
     f"x4102c5s3b0n0.{AURORA} 12: ",  # HPE Cray PALS mpiexec --label
     "trainer-1  | ",                   # docker compose
+    "        | [rank0]: ",             # a report's bare "| " gutter (milabench), then the rank's own prefix
     "12:34:56 ",                       # a bare time of day
 ])
 def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:

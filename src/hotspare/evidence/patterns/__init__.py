@@ -77,7 +77,7 @@ LINE_PREFIX = (
     r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"                   # a bare time of day
     r"|[0-9]+:"                                                   # srun -l
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
-    r"|[A-Za-z0-9_][A-Za-z0-9_.-]* +\|"                           # docker compose: "trainer-1  | "
+    r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
     r")[ \t]*){0,4}?"
