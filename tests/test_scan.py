@@ -573,7 +573,7 @@ def test_a_pattern_with_no_word_is_keyed_by_a_rare_mark() -> None:
     assert form_words(prompt.regex, multi.prefilter_form(prompt.regex, common), common) == ((("@",),), False)
     interrupt = named["generic.terminal_interrupt"]
     keys = form_words(interrupt.regex, multi.prefilter_form(interrupt.regex, common), common)
-    assert keys is not None and ("^",) in keys[0] and len(keys[0]) == 2
+    assert keys is not None and ("^",) in keys[0] and len(keys[0]) >= 2  # the mark, and its other choices' words
     finder = line_finder(PATTERNS, "hyperscan")
     assert "kernel.shell_prompt_command" not in finder.flagged(b"step 1 loss 2.0\nuser host ls\n")
     assert "kernel.shell_prompt_command" in finder.flagged(b"step 1 loss 2.0\n[me@login01 run]$ ./train.sh\n")
