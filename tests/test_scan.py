@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import tomllib
 from pathlib import Path
 
@@ -583,3 +584,14 @@ def test_a_pattern_with_no_word_is_keyed_by_a_rare_mark() -> None:
     assert marked_words(r"[a-z]+@[a-z]+", lambda w: 0) == (("@",), False)
     found = marked_words(r"\^C|received signal", lambda w: 0)
     assert found is not None and set(found[0]) == {"^", "received"}
+
+
+def test_no_prefilter_form_holds_a_long_bounded_repeat() -> None:
+    """A form searched with Hyperscan holds no bounded repeat longer than 40 (``[^:]{1,160}``): Hyperscan builds
+    one state per repeat, relaxed forms multiply them by the escape tolerance, and one such form took its compiler
+    3 s and 15 MB on a log's first run. Unbounded repeats (``+``, ``*``) cost nothing of the kind."""
+    common = PATTERNS.commonness
+    for pattern in PATTERNS.event_patterns:
+        form = multi.prefilter_form(pattern.regex, common)
+        bounds = [int(b) for b in re.findall(r"\{[0-9]*,?([0-9]+)\}", form)]
+        assert all(b <= 40 for b in bounds), (pattern.qualname, bounds)
