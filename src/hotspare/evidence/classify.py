@@ -192,7 +192,7 @@ def classify(
         decision = last or decision
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
-    evidence = tuple(e for e in evidence if e.pattern not in _LAST_RESORT or (last is not None and e.line == last.line))
+    evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
     decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
     return _verdict(decision, evidence, members, status, last_line)
 
@@ -300,7 +300,7 @@ def _before_crash(
         (e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
                   or e.pattern in _PROGRAM_EXITS or (
-        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in _LAST_RESORT)), None)
+        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in LAST_RESORT)), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
@@ -393,7 +393,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev):
             continue  # an exception a library caught and logged as a warning: the run went on
-        if ev.pattern in _LAST_RESORT:
+        if ev.pattern in LAST_RESORT:
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
             continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
@@ -404,7 +404,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
                             and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)
-                            and e.pattern not in _STATUS_ONLY and e.pattern not in _LAST_RESORT), None)
+                            and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
@@ -448,7 +448,6 @@ _CRASH_EXPLAINS = frozenset({
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
 # why). Programs no pack knows word those failures the same way ("Error: failed to connect to 10.0.0.5"), and
 # calling them the user's mistake would stop a job a retry could finish.
-_LAST_RESORT = LAST_RESORT
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
@@ -641,12 +640,12 @@ def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
 
 
 def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
-    """The first error line of a program no pack knows (see _LAST_RESORT), once nothing else decided: no other
+    """The first error line of a program no pack knows (see LAST_RESORT), once nothing else decided: no other
     pattern reads that line, and the exit status is not a signal's (a crash or a kill says more)."""
     if status is not None and status.signal is not None:
         return None
-    others = {e.line for e in evidence if e.pattern not in _LAST_RESORT}  # a line another pattern reads is its
-    ev = next((e for e in evidence if e.pattern in _LAST_RESORT and e.line not in others
+    others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
+    ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
                and not _INFRA_WORDS.search(e.text)), None)
     if ev is None or ev.failure_class is None:
         return None
