@@ -104,6 +104,7 @@ class _Failover(LostJobs, SparePool, SilenceWatch):
     _job_kwargs: dict[str, Any]
     _futures: set[Any]
     _dummy_job: Any
+    _lock: asyncio.Lock
     _correct_state: Callable[[], Any]
 
     def __init__(self, *args: Any, run_dir: str | Path = "hotspare-dask",
@@ -217,8 +218,22 @@ class _Failover(LostJobs, SparePool, SilenceWatch):
         self.fold_task_findings()
         self._keep_spares()
         self._place_pending()
+        await self._cancel_retired()
         await super()._correct_state_internal()  # type: ignore[misc]
         self._record_submitted()
+
+    async def _cancel_retired(self) -> None:
+        """Cancel the jobs scale() or adapt() no longer wants, each taken out of ``workers`` before its cancel starts.
+
+        SpecCluster takes a retired job out only once its cancel command has returned, and its workers die of that
+        cancel: the scheduler could see them gone while the cluster still listed the job (dask-jobqueue's own
+        ``test_basic`` asserts both empty at once; on the PBS bed ``qdel`` was slow enough to fail it). Its retire
+        call, given job names where it wants addresses, retires nobody; none is made here either. A retired job's
+        workers, gone, are then no loss to judge (no planned job owns them)."""
+        async with self._lock:
+            retired = [self.workers.pop(name) for name in list(self.workers) if name not in self.worker_spec]
+            if retired:
+                await asyncio.gather(*(job.close() for job in retired))
 
     def _place_pending(self) -> None:
         """Jobs planned but not yet submitted get their placement from the quarantine as it is now: their spec
