@@ -618,11 +618,26 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
     "trainer-1  | ",                   # docker compose
     "        | [rank0]: ",             # a report's bare "| " gutter (milabench), then the rank's own prefix
     "12:34:56 ",                       # a bare time of day
+    "Mar  5 10:11:12 node01 python3[12345]: ",      # syslog / journalctl: time, host, the program's tag
+    "2024-03-05T10:11:12+0100 node01 python3[12345]: ",  # journalctl -o short-iso
 ])
 def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:
     text = "".join(f"{prefix}{line}\n" for line in (
         "Traceback (most recent call last):", '  File "t.py", line 3, in <module>', "IndexError: list index out of range"))
     assert verdict(text, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # patterns whose "^" stands inside a choice: "(?:^|\s)...", "one|^two"
+    ("[1,0]<stderr>:ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+     "memory (shm).", "python.dataloader_worker_crash"),
+    ("> # State:           COMPLETED (exit code 0)", "slurm.job_end_completed"),
+    ("2024-03-05T10:11:12.123Z ping failed on x1: No reply from x4307c2s6b0n0 after 120s", "pals.ping_no_reply"),
+])
+def test_an_anchor_inside_a_pattern_allows_the_line_prefixes(patterns: PatternSet, line: str, expected: str) -> None:
+    """Every "^" that anchors allows the prefixes real pastes carry (a quoted reply, Open MPI's tag, a timestamp),
+    not only one that opens the regex: these lines were unread behind them."""
+    assert expected in [e.pattern for e in scan(f"{line}\n".encode(), patterns).evidence]
 
 
 def test_a_pals_label_names_the_node_a_crash_was_printed_on(patterns: PatternSet) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_cli
 from hotspare import PatternError, PatternSet, Role, load_patterns, scan
-from hotspare.evidence.patterns import load_pack_text
+from hotspare.evidence.patterns import LINE_PREFIX, load_pack_text, with_prefixes
 from hotspare.evidence.patterns.check import check_pack
 from hotspare.evidence.patterns.literals import required_literals
 
@@ -288,3 +288,17 @@ def test_an_optional_leading_host_group_still_captures_behind_the_line_prefix() 
         assert match is not None and match.groupdict()[b"host"] == b"node3", line
     match = pattern.compiled.search(b"*** An error occurred in MPI_Send")
     assert match is not None and match.groupdict()[b"host"] is None
+
+
+@pytest.mark.parametrize(("regex", "expected"), [
+    ("^abc", "^P(?:abc)"),
+    ("a|^b", "a|^Pb"),             # an anchor inside a choice
+    ("(?:^|\\s)x", "(?:^P|\\s)x"),
+    ("^a|b", "^P(?:a|b)"),          # a leading "^" anchors every choice after it, as it always did here
+    ("[^a]x", "[^a]x"),             # negation in a class: no anchor
+    ("\\^C", "\\^C"),             # an escaped caret
+    ("[]^]x", "[]^]x"),             # "]" first in a class is a member; the "^" after it too
+    ("[[:alpha:]^]y", "[[:alpha:]^]y"),
+])
+def test_every_anchor_allows_the_line_prefixes(regex: str, expected: str) -> None:
+    assert with_prefixes(regex).replace(LINE_PREFIX, "P") == expected

@@ -382,11 +382,12 @@ class Scanner:
         for a, b in itertools.pairwise(starts):
             prev = self._wrap_prev
             self._wrap_prev = None
+            line = text[a : b - 2] if text[b - 2 : b - 1] == b"\x00" and b - 2 >= a else text[a : b - 1]  # \r\n's NUL
             if prev is not None:
-                joined = prev[1] + text[a : b - 1]
+                joined = prev[1] + line
                 self._match_line(joined, prev[0], found, only_across=len(prev[1]))
-            if b - 1 - a == width:
-                self._wrap_prev = (counter.at(a), text[a : b - 1])
+            if len(line) == width:
+                self._wrap_prev = (counter.at(a), line)
 
     def _paste_unwrap(self, text: bytes, counter: _LineCounter, found: list[Evidence] | None) -> None:
         """Rejoin lines of a paste that a terminal or a mail/Markdown renderer wrapped, when no width is known.
@@ -434,7 +435,8 @@ class Scanner:
 class Block:
     """Whole segments ready to match: ``raw`` as read (escapes kept unless the
     scanner rejoins wrapped lines, which needs visible widths), and ``text``, the
-    same bytes with ``\\r`` turned into ``\\n`` so every segment is a line."""
+    same bytes with a lone ``\\r`` turned into ``\\n`` so every segment is a line (``\\r\\n``'s ``\\r`` into a
+    NUL)."""
 
     raw: bytes
     text: bytes
@@ -462,7 +464,9 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = _clean(raw)
     elif b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
-    text = raw.translate(_CR_TO_LF) if b"\r" in raw else raw
+    # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
+    # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
+    text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
     return Block(raw, text, count_lines, small)
 
 
@@ -474,7 +478,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    lines = _clean(sample).replace(b"\r", b"\n").split(b"\n")[:-1]
+    lines = _clean(sample).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
     widths = [len(line.rstrip(b" ")) for line in lines]

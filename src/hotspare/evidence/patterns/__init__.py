@@ -66,11 +66,14 @@ from hotspare.failures import FailureClass
 #: swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527 16:53:14.480000 391100 file.cc:737]`` (severity, month
 #: and day, time to the microsecond, thread or process id, source file and line) is the same prefix in PyTorch's own
 #: logs (torch/_logging TorchLogsFormatter), which carry a failed rank's traceback one line at a time behind it.
+#: After a syslog or journal timestamp: the host and the program's tag (``node01 python3[12345]:``, ``n1 kernel:``).
+_SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 LINE_PREFIX = (
     r"[ \t]*(?:>[ \t]*){0,2}`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
-    r"(?: (?:stdout|stderr) [FP])?"                               # ISO / Kubernetes CRI timestamps
+    r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
+    r"(?:" + _SYSLOG_TAG + ")?"
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
@@ -354,8 +357,43 @@ def _unanchored(regex: str) -> str:
 
 
 def with_prefixes(regex: str) -> str:
-    """``regex`` as matched: a leading ``^`` allows the common line prefixes before the rest."""
-    return f"^{LINE_PREFIX}(?:{regex[1:]})" if regex.startswith("^") else regex
+    r"""``regex`` as matched: each ``^`` that anchors (not escaped, not in a class) allows the common line prefixes
+    after it, wherever it stands: ``(?:^|\s)word`` and ``one|^two`` read ``[1,0]<stderr>:two`` as a leading ``^``
+    does. A leading ``^`` keeps its meaning of old: it anchors every top-level choice after it."""
+    if regex.startswith("^"):
+        return f"^{LINE_PREFIX}(?:{_prefix_anchors(regex[1:])})"
+    return _prefix_anchors(regex)
+
+
+def _prefix_anchors(regex: str) -> str:
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if regex.startswith("[:", i) and (end := regex.find(":]", i + 2)) != -1:  # [[:alpha:]]
+                out.append(regex[i:end + 2])
+                i = end + 2
+                continue
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            opening = 1 + regex.startswith("^", i + 1)
+            opening += regex.startswith("]", i + opening)  # a "]" first in a class is a member
+            out.append(regex[i:i + opening])
+            i += opening
+            continue
+        elif char == "^":
+            out.append(f"^{LINE_PREFIX}")
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 @functools.cache  # RE2 objects are safe to share between threads; a few hundred regexes
