@@ -510,6 +510,9 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     (b"[36m(WorkerDict pid=3175143, ip=10.49.193.113)[0m ", "10.49.193.113"),
     (b"[2m[36m(pid=4242, ip=10.1.2.3)[0m ", "10.1.2.3"),
     (b"(pid=4242) ", None),
+    # torch_xla's xla_dist names the TPU worker a line comes from by its address, after the time it logged it
+    (b"2021-07-08 08:28:12 10.164.0.33 [0] ", "10.164.0.33"),
+    (b"2021-07-08 08:28:12 10.164.0.33 ", None),
 ])
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
     """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix

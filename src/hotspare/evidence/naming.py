@@ -57,6 +57,11 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _RAY_PREFIX = re.compile(
     rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
     rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
+# torch_xla's xla_dist (the TPU-pod launcher) logs every line a worker prints as "date time IP [ordinal] line"
+# (torch_xla/distributed/xla_dist.py, its logging.Formatter: '%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s',
+# datefmt '%Y-%m-%d %H:%M:%S'): the address is the worker the line comes from.
+_XLA_DIST_PREFIX = re.compile(
+    rb"[ \t]{0,4}[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} +((?:[0-9]{1,3}\.){3}[0-9]{1,3}) \[[0-9]*\] ")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ..."), or a
 # program's name in its own diagnostic that names a source line (glibc's assert: "prog3: io.c:88: f: Assertion ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: |[^\s:]+:[0-9]+: ")
@@ -70,13 +75,15 @@ _NOT_A_NODE = re.compile(
 
 
 def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
-    """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix) of ``line``
+    """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix, or of torch_xla
+    xla_dist's ``date time A.B.C.D [n]`` prefix) of ``line``
     ending at or before offset ``before`` (where the pattern matched), or ``(None, None)``. Taken only when it
     must be a node's name: an IPv4 address, or a name with a digit that does not start with one (a date, a time,
     a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``); a name without
     a digit (``slurmstepd``, ``srun``, a Python module) never is. (pure)"""
-    ray = _RAY_PREFIX.match(line)
-    if ray is not None and ray.end() <= before:  # Ray's "(worker pid=N, ip=A.B.C.D) ": the node that printed it
+    # Ray's "(worker pid=N, ip=A.B.C.D) ", xla_dist's "date time A.B.C.D [n] ": the node that printed it
+    ray = _RAY_PREFIX.match(line) or _XLA_DIST_PREFIX.match(line)
+    if ray is not None and ray.end() <= before:
         (host,) = _hosts(ray.group(1).decode("latin-1"), False)
         return ANONYMOUS if host is None else (host, host.raw)
     found = _PREFIX.match(line)
