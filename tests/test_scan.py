@@ -498,6 +498,10 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     (b"[36m(WorkerDict pid=3175143, ip=10.49.193.113)[0m ", "10.49.193.113"),
     (b"[2m[36m(pid=4242, ip=10.1.2.3)[0m ", "10.1.2.3"),
     (b"(pid=4242) ", None),
+    # PyTorch/XLA xla_dist's "date time clientip [ordinal] " names the TPU VM (also behind a Markdown backquote)
+    (b"2020-10-22 02:48:58 10.128.0.33 [3]   ", "10.128.0.33"),
+    (b"`2020-10-22 02:48:58 10.128.0.33 [3] ", "10.128.0.33"),
+    (b"2020-10-22 02:48:58 [3] ", None),
 ])
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
     """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix

@@ -57,6 +57,12 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _RAY_PREFIX = re.compile(
     rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
     rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
+# PyTorch/XLA's xla_dist (torch_xla/distributed/xla_dist.py) logs every line a TPU VM's worker prints as
+# "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" with datefmt "%Y-%m-%d %H:%M:%S": the address is the
+# VM the line comes from. (A copy pasted into Markdown may open with the inline-code backquote.)
+_XLA_DIST_PREFIX = re.compile(
+    rb"[ \t]{0,4}`?[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} "
+    rb"((?:[0-9]{1,3}\.){3}[0-9]{1,3}) \[[0-9]{1,5}\] ")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ..."), or a
 # program's name in its own diagnostic that names a source line (glibc's assert: "prog3: io.c:88: f: Assertion ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: |[^\s:]+:[0-9]+: ")
@@ -70,7 +76,8 @@ _NOT_A_NODE = re.compile(
 
 
 def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
-    """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix) of ``line``
+    """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix, or of xla_dist's
+    ``date time A.B.C.D [ordinal]``) of ``line``
     ending at or before offset ``before`` (where the pattern matched), or ``(None, None)``. Taken only when it
     must be a node's name: an IPv4 address, or a name with a digit that does not start with one (a date, a time,
     a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``); a name without
@@ -78,6 +85,10 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
     ray = _RAY_PREFIX.match(line)
     if ray is not None and ray.end() <= before:  # Ray's "(worker pid=N, ip=A.B.C.D) ": the node that printed it
         (host,) = _hosts(ray.group(1).decode("latin-1"), False)
+        return ANONYMOUS if host is None else (host, host.raw)
+    xla = _XLA_DIST_PREFIX.match(line)
+    if xla is not None and xla.end() <= before:  # xla_dist's "date time A.B.C.D [ordinal] ": the TPU VM that printed it
+        (host,) = _hosts(xla.group(1).decode("latin-1"), False)
         return ANONYMOUS if host is None else (host, host.raw)
     found = _PREFIX.match(line)
     if found is None or found.end() > before or _SHELL_LINE.match(line, found.end()):
