@@ -513,6 +513,10 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     # torch_xla's xla_dist names the TPU worker a line comes from by its address, after the time it logged it
     (b"2021-07-08 08:28:12 10.164.0.33 [0] ", "10.164.0.33"),
     (b"2021-07-08 08:28:12 10.164.0.33 ", None),
+    # PyTorch/XLA xla_dist's "date time clientip [ordinal] " names the TPU VM (also behind a Markdown backquote)
+    (b"2020-10-22 02:48:58 10.128.0.33 [3]   ", "10.128.0.33"),
+    (b"`2020-10-22 02:48:58 10.128.0.33 [3] ", "10.128.0.33"),
+    (b"2020-10-22 02:48:58 [3] ", None),
 ])
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
     """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix

@@ -57,11 +57,12 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 _RAY_PREFIX = re.compile(
     rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
     rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
-# torch_xla's xla_dist (the TPU-pod launcher) logs every line a worker prints as "date time IP [ordinal] line"
-# (torch_xla/distributed/xla_dist.py, its logging.Formatter: '%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s',
-# datefmt '%Y-%m-%d %H:%M:%S'): the address is the worker the line comes from.
+# PyTorch/XLA's xla_dist (torch_xla/distributed/xla_dist.py, the TPU-pod launcher) logs every line a TPU VM's
+# worker prints as "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" with datefmt "%Y-%m-%d %H:%M:%S": the
+# address is the VM the line comes from. (A copy pasted into Markdown may open with the inline-code backquote.)
 _XLA_DIST_PREFIX = re.compile(
-    rb"[ \t]{0,4}[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} +((?:[0-9]{1,3}\.){3}[0-9]{1,3}) \[[0-9]*\] ")
+    rb"[ \t]{0,4}`?[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} +"
+    rb"((?:[0-9]{1,3}\.){3}[0-9]{1,3}) \[[0-9]{1,5}\] ")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ..."), or a
 # program's name in its own diagnostic that names a source line (glibc's assert: "prog3: io.c:88: f: Assertion ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: |[^\s:]+:[0-9]+: ")
