@@ -655,3 +655,15 @@ def test_a_launcher_line_of_the_same_shape_is_not_the_last_resort(patterns: Patt
     v = verdict("srun: error: n1: task 0: Exited with exit code 1\nERROR: cannot open input file run.in\n",
                 patterns, rc=1)
     assert v.failure_class is FailureClass.USER_ERROR and "line 2" in v.reason
+
+
+def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: PatternSet) -> None:
+    """srun says "Terminating StepId" only when it kills the step itself (a task's abnormal exit, -W's timer): the
+    step's CANCELLED line after it is that teardown, not a user's scancel; without it, the line is a cancellation."""
+    failed = "srun: error: n1: task 17: Exited with exit code 1\n"
+    terminating = "srun: launch/slurm: _step_signal: Terminating StepId=56638155.27\n"
+    tail = ("slurmstepd: error: *** STEP 56638155.27 ON n2 CANCELLED AT 2022-03-25T02:52:22 ***\n"
+            "srun: error: n2: tasks 1-2: Terminated\n")
+    torn = verdict(failed + terminating + tail, patterns)
+    assert torn.failure_class is not FailureClass.CANCELLED and not torn.blamed_hosts
+    assert verdict(tail, patterns).failure_class is FailureClass.CANCELLED

@@ -330,6 +330,8 @@ def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
 
 # Context lines that mark the start of a step's teardown.
 _TEARDOWN = frozenset({"slurm.step_aborted"})
+#: srun's own teardown line, the words it says only when it kills the step itself, and the step's CANCELLED line.
+_SRUN_TEARDOWN, _SRUN_TERMINATING, _STEP_CANCELLED = "slurm.step_aborted", "Terminating ", "slurm.stepd_cancelled"
 
 
 def _explained_kills(
@@ -521,10 +523,18 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
 
 def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
     """With no root cause, a consequence still says what kind of failure it was (never who), unless a rank
-    died on its own before it (a segfault, then the step's cancellation is only the teardown)."""
+    died on its own before it (a segfault, then the step's cancellation is only the teardown). A step's CANCELLED
+    line after srun's own "Terminating StepId" is that teardown too, not a user's scancel: srun prints it only when
+    a task exited abnormally (--kill-on-bad-exit) or -W's timer ran out after the first task ended (Slurm
+    src/srun/launch.c _step_signal, signals.c)."""
+    srun_teardown = False
     for ev in evidence:
         if ev.host_means is HostMeaning.ORIGIN and ev.role is Role.CONTEXT:
             return None
+        if ev.pattern == _SRUN_TEARDOWN and _SRUN_TERMINATING in ev.text:
+            srun_teardown = True
+        if srun_teardown and ev.pattern == _STEP_CANCELLED:
+            continue
         if ev.role is Role.CASCADE and ev.failure_class not in (None, FailureClass.UNKNOWN):
             fclass = ev.failure_class or FailureClass.UNKNOWN
             return _Decision(fclass, (), f"only consequences seen, first {ev.pattern} at line {ev.line}; no host named")
