@@ -620,6 +620,7 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
     "12:34:56 ",                       # a bare time of day
     "Mar  5 10:11:12 node01 python3[12345]: ",      # syslog / journalctl: time, host, the program's tag
     "2024-03-05T10:11:12+0100 node01 python3[12345]: ",  # journalctl -o short-iso
+    "- ", "  * ",                                   # a Markdown list item holding the pasted line
 ])
 def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:
     text = "".join(f"{prefix}{line}\n" for line in (

@@ -59,17 +59,19 @@ from hotspare.evidence.patterns.literals import required_literals
 from hotspare.evidence.patterns.relax import OSC, relax
 from hotspare.failures import FailureClass
 
-#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most two
-#: ``>`` of a quoted reply (e-mail, Markdown) and at most one backquote that opens Markdown inline code (a line quoted
-#: as `...` in an issue or a forum post). Taken lazily (as few as the match needs): a pattern that opens with an
-#: optional ``[host:pid] `` group of its own gets that text and captures its host, where a greedy allowance would
-#: swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527 16:53:14.480000 391100 file.cc:737]`` (severity, month
-#: and day, time to the microsecond, thread or process id, source file and line) is the same prefix in PyTorch's own
-#: logs (torch/_logging TorchLogsFormatter), which carry a failed rank's traceback one line at a time behind it.
 #: After a syslog or journal timestamp: the host and the program's tag (``node01 python3[12345]:``, ``n1 kernel:``).
 _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
+
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most two
+#: ``>`` of a quoted reply (e-mail, Markdown), a Markdown list item's ``-``, ``*`` or ``+``, and at most one
+#: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post). Taken lazily (as
+#: few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own gets that text and
+#: captures its host, where a greedy allowance would swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527
+#: 16:53:14.480000 391100 file.cc:737]`` (severity, month and day, time to the microsecond, thread or process id,
+#: source file and line) is the same prefix in PyTorch's own logs (torch/_logging TorchLogsFormatter), which carry a
+#: failed rank's traceback one line at a time behind it.
 LINE_PREFIX = (
-    r"[ \t]*(?:>[ \t]*){0,2}`?(?:(?:"
+    r"[ \t]*(?:>[ \t]*){0,2}(?:[-*+][ \t]+)?`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
