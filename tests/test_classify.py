@@ -668,3 +668,27 @@ def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: 
     torn = verdict(failed + terminating + tail, patterns)
     assert torn.failure_class is not FailureClass.CANCELLED and not torn.blamed_hosts
     assert verdict(tail, patterns).failure_class is FailureClass.CANCELLED
+
+
+LMOD = 'Lmod has detected the following error: The following module(s) are unknown: "cuda/11.8"\n'
+
+
+@pytest.mark.parametrize(("after", "rc", "expected"), [
+    ("", 1, FailureClass.USER_ERROR),  # alone: the site does not offer what the script asks for
+    ("srun: error: n3: task 0: Segmentation fault (core dumped)\n", None, FailureClass.RANK_KILLED),
+    ("[n3:4242] *** Process received signal ***\n[n3:4242] Signal: Segmentation fault (11)\n", 139,
+     FailureClass.RANK_KILLED),
+    ("Out of memory: Killed process 4242 (python) total-vm:1234kB\n", None, FailureClass.OOM),
+    ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4242> with error 12, opcode 0, len 0, vendor err 129\n",
+     None, FailureClass.NETWORK),
+])
+def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
+        patterns: PatternSet, after: str, rc: int | None, expected: FailureClass) -> None:
+    """A job script goes on past a module load that failed: a crash, an OOM or a fabric error after it decides."""
+    assert verdict(LMOD + after, patterns, rc=rc).failure_class is expected
+
+
+def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns: PatternSet) -> None:
+    line = ("ERROR: ld.so: object '/usr/lib64/libjemalloc.so' from LD_PRELOAD cannot be preloaded "
+            "(cannot open shared object file): ignored.\n")
+    assert verdict(line, patterns, rc=1).failure_class is FailureClass.UNKNOWN

@@ -385,7 +385,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
     # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
     # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.
-    ordered = sorted(evidence, key=lambda e: e.pattern in _STATUS_ONLY)  # stable: line order otherwise
+    # A job script's setup line (a module that did not load) comes after both: the script went on without it.
+    ordered = sorted(evidence, key=lambda e: (e.pattern in _SETUP_ONLY, e.pattern in _STATUS_ONLY))  # stable
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
@@ -399,6 +400,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
             continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
+        if ev.pattern in _SETUP_ONLY:
+            # Decided as a summary (from_status, no line): a rank's crash anywhere in the log says more.
+            return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: "
+                             f"{ev.text[:120]}", from_status=True)
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
@@ -435,6 +440,10 @@ _STATUS_ONLY = frozenset({
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed",
 })
+# A job script's environment setup that failed (a module that is unknown or cannot be loaded, a conda that was
+# never initialised): the script goes on without it (no `set -e`), so what the program then says decides first,
+# a crash line anywhere too; alone, it is the user's mistake (the site does not offer what the script asks for).
+_SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found", "modules.conda_not_initialised"})
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
 _CRASH_EXPLAINS = frozenset({
@@ -458,6 +467,12 @@ _INFRA_WORDS = re.compile(
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit (?:code|status)|return(?:ed)? code|"
     r"retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|\bq(?:sub|stat|del|alter)\b|pbsnodes|"
     r"\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|job step|job ?id")
+
+
+# An error line that says the program went on past it (ld.so's "... cannot be preloaded ...: ignored.", "skipping",
+# "falling back to"): not what stopped it, so never the last resort's reading.
+_WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing\b|\bfall(?:ing)? ?back\b|"
+                      r"\bdeprecated\b|\bwill (?:be )?(?:use|using|proceed)")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -656,7 +671,7 @@ def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
         return None
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
     ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
-               and not _INFRA_WORDS.search(e.text)), None)
+               and not _INFRA_WORDS.search(e.text) and not _WENT_ON.search(e.text)), None)
     if ev is None or ev.failure_class is None:
         return None
     return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
