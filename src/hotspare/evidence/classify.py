@@ -457,16 +457,18 @@ _CRASH_EXPLAINS = frozenset({
 # as the program's own stop, unless it speaks of the infrastructure (the words a connection, memory, storage,
 # device or node failure is reported in), is a launcher's or a scheduler client's own line ("srun: error: Unable
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
-# why). Programs no pack knows word those failures the same way ("Error: failed to connect to 10.0.0.5"), and
-# calling them the user's mistake would stop a job a retry could finish.
+# why; also in one word, as TorchElastic's "Error msg: Process failed with exitcode 1" and many supervisors'
+# "failed with exitCode=N" write it). Programs no pack knows word those failures the same way ("Error: failed to
+# connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
     r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
-    r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit (?:code|status)|return(?:ed)? code|"
-    r"retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|\bq(?:sub|stat|del|alter)\b|pbsnodes|"
-    r"\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|job step|job ?id")
+    r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
+    r"return(?:ed)? code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
+    r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
+    r"job step|job ?id")
 
 
 # An error line that says the program went on past it (ld.so's "... cannot be preloaded ...: ignored.", "skipping",
