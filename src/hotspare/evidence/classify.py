@@ -399,6 +399,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
             continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
+        if ev.failure_class is FailureClass.USER_ERROR and _ran_on_until_stopped(ev, evidence, progress):
+            continue  # the job went on working after the error until the scheduler stopped it: the stop decides
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
@@ -467,6 +469,22 @@ _WARNING_LEVEL = re.compile(r"\[WARNING\]|(?:^|[\s\]])WARNING(?::[\w.]*:|\s+\S+\
 
 # A crash line that says the process aborted (SIGABRT by number or name, Aborted, 134 = 128 + 6, exitcode -6).
 _ABORT = re.compile(r"signal 6\b|SIGABRT|\bAbort(?:ed)?\b|\b134\b|exitcode: -6\b")
+
+
+#: What the scheduler (or its user) does to a job that is still running: it ran out of time, was cancelled, was
+#: preempted.
+_SCHEDULER_STOPS = frozenset({FailureClass.WALLTIME, FailureClass.CANCELLED, FailureClass.PREEMPTED})
+
+
+def _ran_on_until_stopped(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> bool:
+    """Whether the job made progress after the program error ``ev`` (a training step, a tqdm item) and then the
+    scheduler stopped it (a time limit, a cancellation, a preemption after the last progress line): the error did
+    not end the run (a batch script's failed 'conda activate' the script went on after), the stop did. An error
+    with no progress after it still decides: the job that hung on after it until the time limit failed by itself."""
+    if progress is None or progress.last_line <= ev.line:
+        return False
+    return any(e.line >= progress.last_line and e.failure_class in _SCHEDULER_STOPS
+               and e.role in (Role.ROOT, Role.CASCADE) for e in evidence)
 
 
 def _logged_warning(ev: Evidence) -> bool:
