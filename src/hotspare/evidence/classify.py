@@ -11,7 +11,8 @@ The rules, in order (each from the seeds):
    every host of the job reports killed ranks there is no victim to name.
 3. Otherwise the first root evidence decides (``transient_io`` for ENOSPC,
    ``walltime`` only with walltime evidence, ``user_error`` only before any
-   progress).
+   progress; a program error the job made progress after, until a time limit,
+   a cancellation or a preemption stopped it, yields to that stop).
 4. Otherwise the first consequence line gives the class (``node_loss`` from a
    survivor's cancellation line) but blames nobody; then the scheduler's job
    state, then the exit status decide.
