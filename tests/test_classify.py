@@ -692,3 +692,16 @@ def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns:
     line = ("ERROR: ld.so: object '/usr/lib64/libjemalloc.so' from LD_PRELOAD cannot be preloaded "
             "(cannot open shared object file): ignored.\n")
     assert verdict(line, patterns, rc=1).failure_class is FailureClass.UNKNOWN
+
+
+def test_a_program_error_the_job_worked_on_after_yields_to_the_schedulers_stop(patterns: PatternSet) -> None:
+    """A batch script's failed 'conda activate' that the script went on after (tqdm items done after it) did not end
+    the run: the time limit or the scancel that stopped it later decides. With no progress after the error, the
+    error still decides (the job hung on after it until the limit)."""
+    error = "CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.\n"
+    bar = "  2%|▏         | 1/50 [10:31<8:35:20, 631.04s/it]\n"
+    limit = "slurmstepd: error: *** JOB 42221 ON c1 CANCELLED AT 2022-04-14T16:20:46 DUE TO TIME LIMIT ***\n"
+    cancel = "slurmstepd: error: *** JOB 41994 ON c1 CANCELLED AT 2022-04-14T14:03:49 ***\n"
+    assert verdict(error + bar + limit, patterns).failure_class is FailureClass.WALLTIME
+    assert verdict(error + bar + cancel, patterns).failure_class is FailureClass.CANCELLED
+    assert verdict(error + limit, patterns).failure_class is FailureClass.USER_ERROR

@@ -11,7 +11,8 @@ The rules, in order (each from the seeds):
    every host of the job reports killed ranks there is no victim to name.
 3. Otherwise the first root evidence decides (``transient_io`` for ENOSPC,
    ``walltime`` only with walltime evidence, ``user_error`` only before any
-   progress).
+   progress; a program error the job made progress after, until a time limit,
+   a cancellation or a preemption stopped it, yields to that stop).
 4. Otherwise the first consequence line gives the class (``node_loss`` from a
    survivor's cancellation line) but blames nobody; then the scheduler's job
    state, then the exit status decide.
@@ -398,8 +399,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # an exception a library caught and logged as a warning: the run went on
         if ev.pattern in LAST_RESORT:
             continue  # read only when nothing else decides (_last_resort)
-        if ev.failure_class is FailureClass.USER_ERROR and _crashed_before(ev, evidence):
-            continue  # the MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides
+        if ev.failure_class is FailureClass.USER_ERROR and (
+                _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)):
+            # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
+            # on working after the error until the scheduler stopped it: the stop decides.
+            continue
         if ev.pattern in _SETUP_ONLY:
             # Decided as a summary (from_status, no line): a rank's crash anywhere in the log says more.
             return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: "
@@ -440,10 +444,11 @@ _STATUS_ONLY = frozenset({
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed",
 })
-# A job script's environment setup that failed (a module that is unknown or cannot be loaded, a conda that was
-# never initialised): the script goes on without it (no `set -e`), so what the program then says decides first,
-# a crash line anywhere too; alone, it is the user's mistake (the site does not offer what the script asks for).
-_SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found", "modules.conda_not_initialised"})
+# A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
+# CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
+# program then says decides first, a crash line anywhere too; alone, it is the user's mistake (the site does not
+# offer what the script asks for).
+_SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found"})
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
 _CRASH_EXPLAINS = frozenset({
@@ -484,6 +489,22 @@ _WARNING_LEVEL = re.compile(r"\[WARNING\]|(?:^|[\s\]])WARNING(?::[\w.]*:|\s+\S+\
 
 # A crash line that says the process aborted (SIGABRT by number or name, Aborted, 134 = 128 + 6, exitcode -6).
 _ABORT = re.compile(r"signal 6\b|SIGABRT|\bAbort(?:ed)?\b|\b134\b|exitcode: -6\b")
+
+
+#: What the scheduler (or its user) does to a job that is still running: it ran out of time, was cancelled, was
+#: preempted.
+_SCHEDULER_STOPS = frozenset({FailureClass.WALLTIME, FailureClass.CANCELLED, FailureClass.PREEMPTED})
+
+
+def _ran_on_until_stopped(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> bool:
+    """Whether the job made progress after the program error ``ev`` (a training step, a tqdm item) and then the
+    scheduler stopped it (a time limit, a cancellation, a preemption after the last progress line): the error did
+    not end the run (a batch script's failed 'conda activate' the script went on after), the stop did. An error
+    with no progress after it still decides: the job that hung on after it until the time limit failed by itself."""
+    if progress is None or progress.last_line <= ev.line:
+        return False
+    return any(e.line >= progress.last_line and e.failure_class in _SCHEDULER_STOPS
+               and e.role in (Role.ROOT, Role.CASCADE) for e in evidence)
 
 
 def _logged_warning(ev: Evidence) -> bool:
