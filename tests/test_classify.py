@@ -161,6 +161,17 @@ def test_oom_explains_killed_ranks(patterns: PatternSet) -> None:
     assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()
 
 
+def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: PatternSet) -> None:
+    """PyTorch's 'unhandled cuda error' whose 'Last error:' is NCCL's CUDA 'out of memory': the allocation decides."""
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled cuda error "
+            "(run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 2 'out of memory'\n")
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == ()
+    far = text.replace("Last error:\n", "Last error:\n" + "step 1\n" * 6)
+    assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
 def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternSet) -> None:
     """A segfault on A, then the launcher's SIGTERM to every other rank: A is where it started; no node is at fault."""
     log = (

@@ -423,10 +423,27 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
             return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
                              f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
-        summary = ev.pattern in _STATUS_ONLY
-        return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}: {ev.text[:120]}",
-                         from_status=summary, line=ev.line if summary else None)
+        root = _quoted_cause(ev, evidence)
+        summary = root.pattern in _STATUS_ONLY
+        why = f"{root.pattern} at line {root.line}: {root.text[:120]}"
+        return _Decision(root.failure_class or ev.failure_class, (), why,
+                         from_status=summary, line=root.line if summary else None)
     return None
+
+
+def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
+    """A communication library's error that quotes its cause on the lines after it (PyTorch's 'NCCL error in: ...,
+    unhandled cuda error', then 'Last error:' and NCCL's "Cuda failure 2 'out of memory'"): the allocation that
+    failed decides, not the collective that reported it."""
+    if ev.failure_class is not FailureClass.NETWORK:
+        return ev
+    return next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
+                 and ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES), ev)
+
+
+#: How far below a network error its quoted cause may stand (PyTorch: the error line, the library's reading of
+#: the code, 'Last error:', then the library's last warning).
+_QUOTED_CAUSE_LINES = 4
 
 
 # Lines that sum a run up rather than say why it ended: an exit status alone (127: not found, 126: not executable,
