@@ -5,12 +5,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from hotspare.evidence.patterns import HostMeaning, Role
+from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
 
 #: Distinct (pattern, host) records kept; beyond this only counts grow.
 MAX_RECORDS = 20_000
+#: Distinct texts kept for one root pattern on lines that name no host; beyond this, lines only count on the
+#: pattern's first such record.
+MAX_TEXTS = 8
+#: Characters of a text that tell two root lines apart.
+KEY_CHARS = 160
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+Key = tuple[str, str | None]
+
+
+def text_key(text: str) -> str:
+    """What tells two host-less root lines of one pattern apart: their text without digits (ranks, steps, ids
+    differ between copies of one line), marked so it cannot be a host name."""
+    return "\0" + text[:KEY_CHARS].translate(_NO_DIGITS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,26 +74,45 @@ class ScanResult:
 
 @dataclass(slots=True)
 class Records:
-    """First occurrence of each (pattern, host), with counts; bounded."""
+    """First occurrence of each (pattern, host), with counts; bounded.
 
-    first: dict[tuple[str, str | None], Evidence] = field(default_factory=dict)
-    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    A root line that names no host is kept once per distinct text (:func:`text_key`, at most :data:`MAX_TEXTS`
+    a pattern): the exception Python ignored in a destructor and the one that ended the run are both root lines
+    of one pattern, and the classifier must see the second to set the first aside.
+    """
+
+    first: dict[Key, Evidence] = field(default_factory=dict)
+    counts: dict[Key, int] = field(default_factory=dict)
     dropped: int = 0
     #: The keys first recorded at each (pattern, line), so a retraction costs one look-up.
-    at_line: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
+    at_line: dict[tuple[str, int], list[Key]] = field(default_factory=dict)
+    #: The text keys kept for each root pattern naming no host, first first.
+    texts: dict[str, list[Key]] = field(default_factory=dict)
+
+    def key(self, pattern: str, role: Role, name: str | None, text: str) -> Key:
+        """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` is kept under."""
+        if name is not None or role is not Role.ROOT or pattern in LAST_RESORT:
+            return (pattern, name)  # the last resort reads a program's first error line only
+        key = (pattern, text_key(text))
+        kept = self.texts.get(pattern)
+        if kept is not None and len(kept) >= MAX_TEXTS and key not in self.counts:
+            return kept[0]
+        return key
 
     def add(self, ev: Evidence) -> None:
-        key = (ev.pattern, ev.host.name if ev.host else ev.host_text)
+        key = self.key(ev.pattern, ev.role, ev.host.name if ev.host else ev.host_text, ev.text)
         if key in self.first:
             self.counts[key] += 1
         elif len(self.first) < MAX_RECORDS:
             self.first[key] = ev
             self.counts[key] = 1
             self.at_line.setdefault((ev.pattern, ev.line), []).append(key)
+            if key[1] is not None and key[1].startswith("\0"):
+                self.texts.setdefault(ev.pattern, []).append(key)
         else:
             self.dropped += 1
 
-    def bump(self, key: tuple[str, str | None]) -> bool:
+    def bump(self, key: Key) -> bool:
         """Count one more line for ``key`` if it is already kept (True), else change nothing (False)."""
         if key in self.counts:
             self.counts[key] += 1
@@ -100,6 +134,9 @@ class Records:
         for key in self.at_line.pop((pattern, line), []):
             if self.counts.get(key) == 1:
                 del self.first[key], self.counts[key]
+                kept = self.texts.get(pattern)
+                if kept is not None and key in kept:
+                    kept.remove(key)
 
     def result(self) -> tuple[Evidence, ...]:
         out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]

@@ -38,7 +38,7 @@ from hotspare.evidence.naming import (
     shown,
     takes_prefix,
 )
-from hotspare.evidence.patterns import LAST_RESORT, Pattern, PatternSet, build_set, load_patterns
+from hotspare.evidence.patterns import LAST_RESORT, Pattern, PatternSet, Role, build_set, load_patterns
 from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host
 
@@ -250,14 +250,17 @@ class Scanner:
             plain = plain and found is None
             if exact and group is None:
                 host, text = prefix_host(line, len(line)) if prefixed else ANONYMOUS
-                if plain and records.bump((qualname, host.name if host is not None else text)):
+                name = host.name if host is not None else text
+                if plain and records.bump((qualname, name) if name is not None or pattern.role is not Role.ROOT
+                                          else records.key(qualname, Role.ROOT, None, shown(line))):
                     continue
                 evidence = [make_record(pattern, lineno, line, host, text)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
                     continue
-                if plain and (records.bump((qualname, None)) if group is None else records.bump_all(
+                if plain and (records.bump(records.key(qualname, pattern.role, None, shown(line))) if group is None
+                              else records.bump_all(
                         qualname, self._named(index, match, line, group))):
                     continue
                 evidence = line_evidence(pattern, match, line, lineno, group)
