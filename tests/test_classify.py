@@ -682,8 +682,10 @@ def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: 
 
 
 LMOD = 'Lmod has detected the following error: The following module(s) are unknown: "cuda/11.8"\n'
+NO_MODULE_COMMAND = "/var/spool/slurmd/job123456/slurm_script: line 5: module: command not found\n"
 
 
+@pytest.mark.parametrize("setup", [LMOD, NO_MODULE_COMMAND])
 @pytest.mark.parametrize(("after", "rc", "expected"), [
     ("", 1, FailureClass.USER_ERROR),  # alone: the site does not offer what the script asks for
     ("srun: error: n3: task 0: Segmentation fault (core dumped)\n", None, FailureClass.RANK_KILLED),
@@ -692,11 +694,62 @@ LMOD = 'Lmod has detected the following error: The following module(s) are unkno
     ("Out of memory: Killed process 4242 (python) total-vm:1234kB\n", None, FailureClass.OOM),
     ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4242> with error 12, opcode 0, len 0, vendor err 129\n",
      None, FailureClass.NETWORK),
+    ("[rank3]:[E ProcessGroupNCCL.cpp:1182] [Rank 3] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum=1, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800305 milliseconds before timing out.\n",
+     None, FailureClass.NETWORK),
+    ("", -15, FailureClass.UNKNOWN),  # stopped from outside: the setup line did not end the run
 ])
 def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
-        patterns: PatternSet, after: str, rc: int | None, expected: FailureClass) -> None:
-    """A job script goes on past a module load that failed: a crash, an OOM or a fabric error after it decides."""
-    assert verdict(LMOD + after, patterns, rc=rc).failure_class is expected
+        patterns: PatternSet, setup: str, after: str, rc: int | None, expected: FailureClass) -> None:
+    """A job script goes on past a module load that failed (or a shell with no `module` command at all): a crash,
+    an OOM, a fabric error or a collective's timeout after it decides; alone, with the program's own non-zero exit,
+    it is the job's setup that is wrong."""
+    assert verdict(setup + after, patterns, rc=rc).failure_class is expected
+
+
+IGNORED_IN_DESTRUCTOR = (
+    "Exception ignored in: <function Pool.__del__ at 0x7f3a2c1e5ee0>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/multiprocessing/pool.py", line 268, in __del__\n'
+    "    self._change_notifier.put(None)\n"
+    "AttributeError: 'NoneType' object has no attribute 'put'\n")
+IGNORED_AT_EXIT = (
+    "Error in atexit._run_exitfuncs:\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/wandb/sdk/wandb_run.py", line 2102, in _atexit_cleanup\n'
+    "KeyError: 'run'\n")
+
+
+@pytest.mark.parametrize("ignored", [IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])
+@pytest.mark.parametrize(("after", "rc", "expected"), [
+    ("", 1, FailureClass.UNKNOWN),  # alone: the exception did not end the run, so nothing says what did
+    ("Out of memory: Killed process 4242 (python) total-vm:1234kB\n", None, FailureClass.OOM),
+    ("[rank0]: RuntimeError: DataLoader worker (pid 2637) is killed by signal: Killed.\n", None,
+     FailureClass.RANK_KILLED),
+    # The same pattern's line again, other words: the run's own error decides.
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "IndexError: list index out of range\n", 1, FailureClass.USER_ERROR),
+])
+def test_an_exception_python_ignored_does_not_decide(
+        patterns: PatternSet, ignored: str, after: str, rc: int | None, expected: FailureClass) -> None:
+    """CPython prints an exception it could not raise (a destructor's, an exit handler's) and goes on: the error
+    that ended the run decides, wherever the ignored one stands."""
+    result = verdict(ignored + after, patterns, rc=rc)
+    assert result.failure_class is expected
+    if expected is FailureClass.USER_ERROR:
+        assert "IndexError" in result.reason
+
+
+def test_an_infrastructure_error_python_ignored_still_counts(patterns: PatternSet) -> None:
+    """A full disk in an exit handler still says what state the machine is in; a program error after an ignored
+    block is the run's own, whichever came first."""
+    quota = ("Error in atexit._run_exitfuncs:\nTraceback (most recent call last):\n"
+             '  File "/opt/deepspeed/ops/transformer/inference/triton/matmul_ext.py", line 96, in put\n'
+             "OSError: [Errno 122] Disk quota exceeded: '/home/u/.triton/autotune/Fp16Matmul_2d_kernel.pickle'\n")
+    assert verdict(quota, patterns, rc=1).failure_class is not FailureClass.USER_ERROR
+    assert verdict(quota, patterns, rc=1).failure_class is not FailureClass.UNKNOWN
+    error = "ValueError: expected 3 channels, got 4\n"
+    assert verdict(error + IGNORED_AT_EXIT, patterns, rc=1).failure_class is FailureClass.USER_ERROR
 
 
 def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns: PatternSet) -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
-from hotspare.evidence import multi
+from hotspare.evidence import multi, records
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
@@ -133,6 +133,26 @@ def test_repeats_are_counted_not_stored(patterns: PatternSet) -> None:
     assert len(result.evidence) == 1
     assert result.evidence[0].count == 100_000
     assert result.evidence[0].line == 1
+
+
+def test_a_root_line_naming_no_host_is_kept_once_per_text_bounded(patterns: PatternSet, tmp_path: Path) -> None:
+    """Two different lines of one root pattern that name no host are both kept (the exception Python ignored in a
+    destructor, then the one that ended the run); copies that differ only in numbers count on one record; past
+    MAX_TEXTS texts a pattern, lines count on its first. A file gives what a stream gives."""
+    copies = b"".join(b"IndexError: index %d is out of bounds for axis 0 with size %d\n" % (i, i % 7)
+                      for i in range(1000))
+    words = [chr(ord("a") + i) * 3 for i in range(20)]
+    distinct = b"".join(b"KeyError: '%s'\n" % w.encode() for w in words)
+    result = scan(copies + distinct, patterns)
+    roots = [ev for ev in result.evidence if ev.pattern == "python.programming_error"]
+    overflow = len(words) - (records.MAX_TEXTS - 1)
+    assert roots[0].count == 1000 + overflow and roots[0].line == 1
+    assert [ev.text for ev in roots[1:]] == [f"KeyError: '{w}'" for w in words[: records.MAX_TEXTS - 1]]
+    assert len(roots) == records.MAX_TEXTS
+    assert sum(ev.count for ev in roots) == 1020
+    path = tmp_path / "roots.log"
+    path.write_bytes(copies + distinct)
+    assert scan(path, patterns) == result
 
 
 def test_hostile_host_text_is_data_never_a_host(patterns: PatternSet) -> None:

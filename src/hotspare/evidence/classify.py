@@ -190,7 +190,7 @@ def classify(
     last = None
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence)
-        decision = last or decision
+        decision = _setup_failed(status, evidence) or last or decision
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -301,7 +301,8 @@ def _before_crash(
         (e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
     crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
                   or e.pattern in _PROGRAM_EXITS or (
-        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in LAST_RESORT)), None)
+        e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in LAST_RESORT
+        and not _setup_line(e) and not _passed_over(e, evidence))), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
@@ -386,8 +387,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
     # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
     # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.
-    # A job script's setup line (a module that did not load) comes after both: the script went on without it.
-    ordered = sorted(evidence, key=lambda e: (e.pattern in _SETUP_ONLY, e.pattern in _STATUS_ONLY))  # stable
+    ordered = sorted(evidence, key=lambda e: e.pattern in _STATUS_ONLY)  # stable
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
@@ -395,8 +395,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
-        if ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev):
-            continue  # an exception a library caught and logged as a warning: the run went on
+        if _passed_over(ev, evidence):
+            continue  # a library logged the exception as a warning, or Python ignored it: the run went on
         if ev.pattern in LAST_RESORT:
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and (
@@ -404,17 +404,16 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
-        if ev.pattern in _SETUP_ONLY:
-            # Decided as a summary (from_status, no line): a rank's crash anywhere in the log says more.
-            return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: "
-                             f"{ev.text[:120]}", from_status=True)
+        if _setup_line(ev):
+            continue  # read only when nothing else decides (_setup_failed)
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
             # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
-                            and e.failure_class is FailureClass.USER_ERROR and not _logged_warning(e)
+                            and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
+                            and not _setup_line(e)
                             and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
@@ -466,6 +465,41 @@ _STATUS_ONLY = frozenset({
 # program then says decides first, a crash line anywhere too; alone, it is the user's mistake (the site does not
 # offer what the script asks for).
 _SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found"})
+# The same of a batch script's shell: the environment command itself is missing ('slurm_script: line 5: module:
+# command not found': a site without Lmod on the compute nodes, or a non-login shell without its init).
+_SETUP_COMMANDS = re.compile(
+    r": line [0-9]+: (?:module|ml|conda|mamba|micromamba|spack|source|activate|deactivate|pyenv|lmod)"
+    r": command not found")
+
+
+def _setup_line(ev: Evidence) -> bool:
+    """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
+    return ev.pattern in _SETUP_ONLY or (ev.pattern == "python.script_command_error"
+                                         and _SETUP_COMMANDS.search(ev.text) is not None)
+
+
+# Python's report of an exception it could not raise and ignored (python.exception_ignored: a destructor's,
+# a callback's, an exit handler's); the traceback after it ends with that exception's line within this many lines.
+_IGNORED_MARK = "python.exception_ignored"
+_IGNORED_LINES = 100
+_IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
+
+
+def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the run went on after the error ``ev``: a library caught it and logged it as a warning, or Python
+    printed it and ignored it."""
+    return (ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev)) or _ignored(ev, evidence)
+
+
+def _ignored(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev``, a program error (or a bare 'it died'), is the exception of a block Python printed and
+    ignored: the first root line after that block's header. An infrastructure error there still says what state
+    the machine is in (a full disk in an exit handler) and is not set aside."""
+    if ev.failure_class not in _IGNORABLE:
+        return False
+    mark = next((e.line for e in evidence
+                 if e.pattern == _IGNORED_MARK and ev.line - _IGNORED_LINES <= e.line < ev.line), None)
+    return mark is not None and not any(e.role is Role.ROOT and mark < e.line < ev.line for e in evidence)
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
 _CRASH_EXPLAINS = frozenset({
@@ -677,7 +711,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     # except where that line is a process's own running out of memory and names no host: an abort (SIGABRT) that
     # follows first (a C++ bad_alloc's terminate, a runtime's abort) is that process dying, and names where it ran.
     # Other signals after it are the peers' (the seed: one rank's bad_alloc, then thousands of SIGSEGVs).
-    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None), None)
+    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
+                 and not _setup_line(e) and not _passed_over(e, evidence)), None)
     first_root = root.line if root is not None else None
     late = [e for e in starts if _is_crash(e) and first_root is not None and e.line > first_root]
     starts = [e for e in starts if not any(e is x for x in late)]
@@ -712,6 +747,18 @@ def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
     ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
                and not _INFRA_WORDS.search(e.text) and not _WENT_ON.search(e.text)), None)
+    if ev is None or ev.failure_class is None:
+        return None
+    return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
+                     from_status=True, line=ev.line)
+
+
+def _setup_failed(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """A job script's environment setup that failed (see _SETUP_ONLY), once nothing else decided and the exit
+    status is not a signal's."""
+    if status is not None and status.signal is not None:
+        return None
+    ev = next((e for e in evidence if _setup_line(e) and e.failure_class is not None), None)
     if ev is None or ev.failure_class is None:
         return None
     return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
