@@ -769,3 +769,29 @@ def test_a_program_error_the_job_worked_on_after_yields_to_the_schedulers_stop(p
     assert verdict(error + bar + limit, patterns).failure_class is FailureClass.WALLTIME
     assert verdict(error + bar + cancel, patterns).failure_class is FailureClass.CANCELLED
     assert verdict(error + limit, patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_a_ranks_own_oom_takes_the_host_of_pals_exit_line_for_that_rank(patterns: PatternSet) -> None:
+    """ezpz docs, Aurora torchtitan job: '[rank7]: ... OUT_OF_RESOURCES' names no host; PALS's exit line for rank 7
+    does. The same rank number ties them: that host is where the OOM started (blamed, not excluded); the rank that
+    died of the teardown's SIGTERM elsewhere stays a mention."""
+    v = verdict(
+        "[rank7]: RuntimeError: level_zero backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n"
+        f"x4610c4s3b0n0.{AURORA}: rank 7 exited with code 1\n"
+        f"x4610c4s5b0n0.{AURORA}: rank 14 died from signal 15\n",
+        patterns, rc=143,
+    )
+    assert v.failure_class is FailureClass.OOM
+    assert names(v.blamed_hosts) == ["x4610c4s3b0n0"]
+    assert names(v.exclude_hosts) == []
+
+
+def test_a_ranks_oom_with_another_ranks_exit_line_names_no_host(patterns: PatternSet) -> None:
+    """The exit line is for a different rank: no tie, no host."""
+    v = verdict(
+        "[rank7]: RuntimeError: level_zero backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n"
+        f"x4610c4s3b0n0.{AURORA}: rank 3 exited with code 1\n",
+        patterns, rc=1,
+    )
+    assert v.failure_class is FailureClass.OOM
+    assert names(v.blamed_hosts) == []

@@ -720,6 +720,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     if (late and not starts and root is not None and root.failure_class is FailureClass.OOM and root.host is None
             and _ABORT.search(late[0].text)):
         starts = late[:1]
+    if not starts and root is not None and root.host is None and root.failure_class is FailureClass.OOM:
+        starts = _rank_exit_host(root, usable)  # a rank's own out-of-memory: where that rank ran
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
@@ -727,6 +729,25 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     first = starts[0]
     why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}), not a node fault"
     return _Decision(decision.failure_class, blamed, why)
+
+
+#: A root line a launcher prefixed with the global rank that printed it (PyTorch's '[rank7]: RuntimeError: ...').
+_RANK_PREFIX = re.compile(r"^\s*\[rank([0-9]+)\]:")
+#: Launcher lines that give a rank's host with its non-zero exit (PALS: 'host: rank 7 exited with code 1').
+_RANK_EXIT_LINES = frozenset({"pals.rank_exited", "pals.rank_exited_crash_code"})
+
+
+def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Evidence]:
+    """The host of the rank whose own line decided: a root line that names no host but is prefixed with its global
+    rank ('[rank7]: RuntimeError: level_zero ... OUT_OF_RESOURCES'), and the launcher's exit line for that same rank
+    ('x4610c4s3b0n0...: rank 7 exited with code 1'), which alone is only a mention (every rank exits non-zero after
+    an error raised everywhere). The same rank number in both ties the failure to where it ran; no match, no host."""
+    prefix = _RANK_PREFIX.match(root.text)
+    if prefix is None:
+        return []
+    exited = re.compile(rf"\brank {prefix.group(1)} exited with code [1-9][0-9]*\b")
+    return [e for e in usable if e.pattern in _RANK_EXIT_LINES and e.host is not None and e.line > root.line
+            and exited.search(e.text)][:1]
 
 
 def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
