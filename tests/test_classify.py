@@ -795,3 +795,42 @@ def test_a_ranks_oom_with_another_ranks_exit_line_names_no_host(patterns: Patter
     )
     assert v.failure_class is FailureClass.OOM
     assert names(v.blamed_hosts) == []
+
+
+LSF_HEADER = ("Job was executed on host(s) <n-62-20-12>, in queue <gpuv100>, as user <s1> in cluster <dcc> at "
+              "Sun Mar 31 10:49:08 2024\n")
+SLURM_MEMORY_KILL = "slurmstepd: error: Job 42664148 exceeded memory limit (10889240 > 4194304), being killed\n"
+
+
+@pytest.mark.parametrize(("text", "origin"), [
+    # The batch host's own slurmstepd: the job ran there.
+    (SLURM_MEMORY_KILL + "slurmstepd: error: *** JOB 42664148 ON cn3152 CANCELLED AT 2017-06-06T00:11:58 ***\n",
+     "cn3152"),
+    (LSF_HEADER + "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 98.00 MiB.\n", "n-62-20-12"),
+    ("GPUassert: out of memory common/join.cu 80\n"
+     "x3101c0s13b0n0.hsn.cm.polaris.alcf.anl.gov: rank 0 exited with code 2\n", "x3101c0s13b0n0"),
+    ("cdip@nid002070:~/models> python3 01_train.py\nMemoryError\n", "nid002070"),
+    # A step's line names only the step's first node: hundreds of ranks may have run elsewhere.
+    ("ERROR on proc 617: Failed to reallocate 1650272 bytes for array comm:buf_send (src/memory.cpp:105)\n"
+     "slurmstepd: error: *** STEP 2489114.1 ON h053 CANCELLED AT 2022-11-15T09:38:39 ***\n", None),
+    # Two hosts named: which one ran out is not said.
+    (LSF_HEADER + "MemoryError\nx3101c0s13b0n0: rank 3 exited with code 1\n", None),
+])
+def test_an_out_of_memory_line_naming_no_host_is_placed_on_the_one_host_the_job_ran_on(
+        patterns: PatternSet, text: str, origin: str | None) -> None:
+    result = verdict(text, patterns)
+    assert result.failure_class is FailureClass.OOM
+    assert [h.name for h in result.blamed_hosts] == ([origin] if origin else [])
+    assert not result.exclude_hosts
+
+
+def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not_a_prompts(
+        patterns: PatternSet) -> None:
+    """A crash is blamed on where the job ran (never excluded: a crash is the program's); a pasted prompt is as often
+    a login node the job was launched from, so it places no crash."""
+    crash = "forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+    placed = verdict(LSF_HEADER + crash, patterns)
+    assert placed.failure_class is FailureClass.RANK_KILLED
+    assert [h.name for h in placed.blamed_hosts] == ["n-62-20-12"] and not placed.exclude_hosts
+    prompted = verdict("[me@login01 run]$ mpirun -np 2 ./solver\n" + crash, patterns)
+    assert prompted.failure_class is FailureClass.RANK_KILLED and not prompted.blamed_hosts

@@ -662,6 +662,13 @@ def _signal_death(
     if everyone is not None:
         return _Decision(FailureClass.RANK_KILLED, (), f"{first.pattern} at line {first.line}; "
                          f"{everyone.replace('killed', 'crashed')}", nobody=True, crash=True)
+    if not hosted and (ran := _only_host(usable, prompt=False)):
+        place = ran[0]
+        assert place.host is not None
+        return _Decision(FailureClass.RANK_KILLED, _blames(ran, QuarantineReason.SCRAPED),
+                         f"a rank died of its own signal first ({first.pattern} at line {first.line}: "
+                         f"{first.text[:120]}) on {place.host.name}, the one host the log names ({place.pattern} at "
+                         f"line {place.line}); a crash, not a node fault", crash=True)
     if not hosted:
         return _Decision(FailureClass.RANK_KILLED, (), f"a rank died of its own signal first ({first.pattern} at line "
                          f"{first.line}: {first.text[:120]}); no host named", nobody=True, crash=True)
@@ -721,7 +728,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
             and _ABORT.search(late[0].text)):
         starts = late[:1]
     if not starts and root is not None and root.host is None and root.failure_class is FailureClass.OOM:
-        starts = _rank_exit_host(root, usable)  # a rank's own out-of-memory: where that rank ran
+        # A rank's own out-of-memory: where that rank ran; a line that names no rank: where the job ran.
+        starts = _rank_exit_host(root, usable) if _RANK_PREFIX.match(root.text) else _only_host(usable)
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
@@ -748,6 +756,29 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
     exited = re.compile(rf"\brank {prefix.group(1)} exited with code [1-9][0-9]*\b")
     return [e for e in usable if e.pattern in _RANK_EXIT_LINES and e.host is not None and e.line > root.line
             and exited.search(e.text)][:1]
+
+
+#: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, and
+#: slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
+_RAN_ON_LINES = frozenset({"pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host"})
+#: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
+#: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
+_PROMPT = "kernel.shell_prompt_command"
+
+
+def _ran_on(ev: Evidence, *, prompt: bool) -> bool:
+    return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern == _PROMPT)
+            or (ev.pattern == "slurm.stepd_cancelled" and "*** JOB " in ev.text))
+
+
+def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evidence]:
+    """Where a process ran out of memory (or crashed) when its line names no host: the one host the log names,
+    when it names exactly one (as anything but a suspect) and a line says the job ran there (see _RAN_ON_LINES).
+    A log that names a second host says nothing about which one it was."""
+    named = [e for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT]
+    if len({e.host for e in named}) != 1:
+        return []
+    return [e for e in named if _ran_on(e, prompt=prompt)][:1]
 
 
 def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
