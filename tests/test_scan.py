@@ -155,6 +155,15 @@ def test_a_root_line_naming_no_host_is_kept_once_per_text_bounded(patterns: Patt
     assert scan(path, patterns) == result
 
 
+def test_a_rejoined_line_that_matches_again_is_one_record(patterns: PatternSet) -> None:
+    """A paste's line rejoined with the next (as if wrapped) that a root pattern matches again, beside the match of
+    its first part, is one line: one record with a count, not two records of different texts."""
+    text = (b"Reading in tax DB...terminate called after throwing an instance of 'std::bad_alloc'\n"
+            b"  what():  std::bad_alloc\n")
+    roots = [ev for ev in scan(text, patterns).evidence if ev.pattern == "python.host_oom"]
+    assert [(ev.line, ev.count) for ev in roots] == [(1, 2)]
+
+
 def test_hostile_host_text_is_data_never_a_host(patterns: PatternSet) -> None:
     """A host field holding shell syntax is recorded as text and never becomes a Host."""
     data = b"srun: error: Node failure on n1;rm${IFS}-rf${IFS}/\nx" + "é".encode() * 200 + b": shepherd died from signal 9\n"

@@ -101,6 +101,9 @@ class Records:
 
     def add(self, ev: Evidence) -> None:
         key = self.key(ev.pattern, ev.role, ev.host.name if ev.host else ev.host_text, ev.text)
+        if key not in self.first and key[1] is not None and key[1].startswith("\0"):
+            # A line rejoined with the next one (a wrapped paste) matched again: one line, one record.
+            key = next((k for k in self.at_line.get((ev.pattern, ev.line), ()) if k[1] and k[1].startswith("\0")), key)
         if key in self.first:
             self.counts[key] += 1
         elif len(self.first) < MAX_RECORDS:
