@@ -314,6 +314,21 @@ def test_windows_line_ends_read_as_unix_ones() -> None:
         assert (crlf.evidence, crlf.lines, crlf.progress) == (lf.evidence, lf.lines, lf.progress), name
 
 
+def test_curly_quotes_read_as_the_straight_ones_a_program_printed() -> None:
+    """A forum, a mail archive or a word processor curls quotes (U+2018/U+2019, U+201C/U+201D): every corpus text
+    with its quotes curled gives the evidence its printed form gives, line numbers included."""
+    corpus = _corpus()
+    curled = 0
+    for name, data in corpus:
+        if b"'" not in data and b'"' not in data:
+            continue
+        curly = data.replace(b"'", "\u2019".encode()).replace(b'"', "\u201d".encode())
+        curled += 1
+        got, want = (scan(text, PATTERNS, wrap_width="auto") for text in (curly, data))
+        assert (got.evidence, got.lines) == (want.evidence, want.lines), name
+    assert curled > 100
+
+
 @settings(max_examples=200, deadline=4000)
 @given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),

@@ -467,10 +467,24 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = _clean(raw)
     elif b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
+    if b"\xe2\x80" in raw:  # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes
+        raw = _plain_quotes(raw)
     # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
     # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
     text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
     return Block(raw, text, count_lines, small)
+
+
+#: Curly quotes (U+2018, U+2019, U+201C, U+201D, in UTF-8) and the ASCII quote each stands for: a program printed
+#: the ASCII one ("instance of 'std::bad_alloc'", "No module named 'x'"); a forum or a mail archive curled it.
+_CURLY_QUOTES = ((b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
+
+
+def _plain_quotes(raw: bytes) -> bytes:
+    for curly, plain in _CURLY_QUOTES:
+        if curly in raw:
+            raw = raw.replace(curly, plain)
+    return raw
 
 
 def detect_wrap_width(sample: bytes) -> int | None:
@@ -481,7 +495,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    lines = _clean(sample).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
+    lines = _plain_quotes(_clean(sample)).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
     widths = [len(line.rstrip(b" ")) for line in lines]
