@@ -810,6 +810,8 @@ SLURM_MEMORY_KILL = "slurmstepd: error: Job 42664148 exceeded memory limit (1088
     ("GPUassert: out of memory common/join.cu 80\n"
      "x3101c0s13b0n0.hsn.cm.polaris.alcf.anl.gov: rank 0 exited with code 2\n", "x3101c0s13b0n0"),
     ("cdip@nid002070:~/models> python3 01_train.py\nMemoryError\n", "nid002070"),
+    ("Node:         gke-train-pool-1-9c1f2a3b-x7kq/10.128.0.5\n"
+     "      Reason:       OOMKilled\n", "gke-train-pool-1-9c1f2a3b-x7kq"),
     # A step's line names only the step's first node: hundreds of ranks may have run elsewhere.
     ("ERROR on proc 617: Failed to reallocate 1650272 bytes for array comm:buf_send (src/memory.cpp:105)\n"
      "slurmstepd: error: *** STEP 2489114.1 ON h053 CANCELLED AT 2022-11-15T09:38:39 ***\n", None),

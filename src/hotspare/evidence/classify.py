@@ -758,9 +758,12 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
             and exited.search(e.text)][:1]
 
 
-#: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, and
-#: slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
-_RAN_ON_LINES = frozenset({"pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host"})
+#: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, the node of
+#: a Kubernetes pod, and slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the
+#: step's first node).
+_RAN_ON_LINES = frozenset({
+    "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
+})
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
 _PROMPT = "kernel.shell_prompt_command"
