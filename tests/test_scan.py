@@ -329,6 +329,22 @@ def test_curly_quotes_read_as_the_straight_ones_a_program_printed() -> None:
     assert curled > 100
 
 
+def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
+    """HTML's escapes of &, quotes, < and > (a log copied from a page's source, a mail archive's HTML) give the
+    evidence the printed text gives, line numbers included."""
+    corpus = _corpus()
+    escaped = 0
+    for name, data in corpus:
+        page = (data.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;").replace(b'"', b"&quot;")
+                .replace(b"'", b"&#39;"))
+        if page == data or b"&" in data:
+            continue  # nothing to escape, or escapes of its own (a poster's "2>&amp;1"), read once, not twice
+        escaped += 1
+        got, want = (scan(text, PATTERNS, wrap_width="auto") for text in (page, data))
+        assert (got.evidence, got.lines) == (want.evidence, want.lines), name
+    assert escaped > 100
+
+
 @settings(max_examples=200, deadline=4000)
 @given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),

@@ -469,6 +469,8 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = raw.replace(b"\x00", b"")
     if b"\xe2\x80" in raw:  # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes
         raw = _plain_quotes(raw)
+    if b"&" in raw:  # a log copied from a web page's source: HTML's escapes of quotes, <, > and &
+        raw = _unescape_html(raw)
     # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
     # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
     text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
@@ -487,6 +489,19 @@ def _plain_quotes(raw: bytes) -> bytes:
     return raw
 
 
+#: The escapes a web page's source writes for the characters programs print in their messages ("&lt;stderr&gt;",
+#: "instance of &#39;std::bad_alloc&#39;"); &amp; last, so "&amp;lt;" stays "&lt;" as the page meant.
+_HTML_ESCAPES = ((b"&quot;", b'"'), (b"&#39;", b"'"), (b"&#x27;", b"'"), (b"&lt;", b"<"), (b"&gt;", b">"),
+                 (b"&amp;", b"&"))
+
+
+def _unescape_html(raw: bytes) -> bytes:
+    for escape, plain in _HTML_ESCAPES:
+        if escape in raw:
+            raw = raw.replace(escape, plain)
+    return raw
+
+
 def detect_wrap_width(sample: bytes) -> int | None:
     """The terminal width a capture was wrapped at, if ``sample`` shows one.
 
@@ -495,7 +510,8 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    lines = _plain_quotes(_clean(sample)).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
+    visible = _unescape_html(_plain_quotes(_clean(sample)))
+    lines = visible.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
     widths = [len(line.rstrip(b" ")) for line in lines]
