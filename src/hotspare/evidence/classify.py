@@ -458,7 +458,7 @@ _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
-    "generic.terminal_interrupt", "submitit.job_completed",
+    "generic.terminal_interrupt", "submitit.job_completed", "spark.failed_to_connect",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
@@ -515,12 +515,15 @@ _CRASH_EXPLAINS = frozenset({
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
 # why; also in one word, as TorchElastic's "Error msg: Process failed with exitcode 1" and many supervisors'
 # "failed with exitCode=N" write it). Programs no pack knows word those failures the same way ("Error: failed to
-# connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish.
+# connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish. An end of file
+# read where more was due is a peer gone (Julia's "ERROR (unhandled task failure): EOFError: read end of file" after
+# "Worker 2 terminated.", stdlib Distributed), so it reads as infrastructure too.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
     r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
+    r"end of file|\beof(?:error)?\b|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
     r"return(?:ed)? code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"

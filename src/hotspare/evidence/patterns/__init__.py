@@ -63,7 +63,8 @@ from hotspare.failures import FailureClass
 _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 
 #: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most two
-#: ``>`` of a quoted reply (e-mail, Markdown), a Markdown list item's ``-``, ``*`` or ``+``, and at most one
+#: ``>`` of a quoted reply (e-mail, Markdown), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
+#: ``1.``, as pastebin and forum renderers number every line of a pasted log), and at most one
 #: backquote that opens Markdown inline code (a line quoted as `...` in an issue or a forum post). Taken lazily (as
 #: few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own gets that text and
 #: captures its host, where a greedy allowance would swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527
@@ -71,7 +72,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: source file and line) is the same prefix in PyTorch's own logs (torch/_logging TorchLogsFormatter), which carry a
 #: failed rank's traceback one line at a time behind it.
 LINE_PREFIX = (
-    r"[ \t]*(?:>[ \t]*){0,2}(?:[-*+][ \t]+)?`?(?:(?:"
+    r"[ \t]*(?:>[ \t]*){0,2}(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
