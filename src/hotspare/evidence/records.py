@@ -17,15 +17,17 @@ MAX_TEXTS = 8
 #: Characters of a text that tell two root lines apart.
 KEY_CHARS = 160
 
-_NO_DIGITS = str.maketrans("", "", "0123456789")
+_DIGITS = b"0123456789"
 
-Key = tuple[str, str | None]
+#: A record's key: its pattern, and the host it names (its name, or the text where a host should be), or for a
+#: host-less root line its text key (bytes: never a host name).
+Key = tuple[str, str | bytes | None]
 
 
-def text_key(text: str) -> str:
-    """What tells two host-less root lines of one pattern apart: their text without digits (ranks, steps, ids
-    differ between copies of one line), marked so it cannot be a host name."""
-    return "\0" + text[:KEY_CHARS].translate(_NO_DIGITS)
+def text_key(text: bytes) -> bytes:
+    """What tells two host-less root lines of one pattern apart: their text (as shown, UTF-8) without digits
+    (ranks, steps, ids differ between copies of one line)."""
+    return text.translate(None, _DIGITS)[:KEY_CHARS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +91,12 @@ class Records:
     #: The text keys kept for each root pattern naming no host, first first.
     texts: dict[str, list[Key]] = field(default_factory=dict)
 
-    def key(self, pattern: str, role: Role, name: str | None, text: str) -> Key:
-        """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` is kept under."""
+    def key(self, pattern: str, role: Role, name: str | None, text: str | bytes) -> Key:
+        """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` (as shown; the
+        scanner gives the line's bytes, stripped) is kept under."""
         if name is not None or role is not Role.ROOT or pattern in LAST_RESORT:
             return (pattern, name)  # the last resort reads a program's first error line only
-        key = (pattern, text_key(text))
+        key = (pattern, text_key(text.encode("utf-8", "replace") if isinstance(text, str) else text))
         kept = self.texts.get(pattern)
         if kept is not None and len(kept) >= MAX_TEXTS and key not in self.counts:
             return kept[0]
@@ -101,16 +104,16 @@ class Records:
 
     def add(self, ev: Evidence) -> None:
         key = self.key(ev.pattern, ev.role, ev.host.name if ev.host else ev.host_text, ev.text)
-        if key not in self.first and key[1] is not None and key[1].startswith("\0"):
+        if key not in self.first and isinstance(key[1], bytes):
             # A line rejoined with the next one (a wrapped paste) matched again: one line, one record.
-            key = next((k for k in self.at_line.get((ev.pattern, ev.line), ()) if k[1] and k[1].startswith("\0")), key)
+            key = next((k for k in self.at_line.get((ev.pattern, ev.line), ()) if isinstance(k[1], bytes)), key)
         if key in self.first:
             self.counts[key] += 1
         elif len(self.first) < MAX_RECORDS:
             self.first[key] = ev
             self.counts[key] = 1
             self.at_line.setdefault((ev.pattern, ev.line), []).append(key)
-            if key[1] is not None and key[1].startswith("\0"):
+            if isinstance(key[1], bytes):
                 self.texts.setdefault(ev.pattern, []).append(key)
         else:
             self.dropped += 1

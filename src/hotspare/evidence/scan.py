@@ -31,6 +31,7 @@ from hotspare.errors import InputError
 from hotspare.evidence.multi import Candidate, Engine, line_finder, re2_lines
 from hotspare.evidence.naming import (
     ANONYMOUS,
+    TEXT_CHARS,
     line_evidence,
     make_record,
     named_hosts,
@@ -252,16 +253,16 @@ class Scanner:
                 host, text = prefix_host(line, len(line)) if prefixed else ANONYMOUS
                 name = host.name if host is not None else text
                 if plain and records.bump((qualname, name) if name is not None or pattern.role is not Role.ROOT
-                                          else records.key(qualname, Role.ROOT, None, shown(line))):
+                                          else records.key(qualname, Role.ROOT, None, line[:TEXT_CHARS].strip())):
                     continue
                 evidence = [make_record(pattern, lineno, line, host, text)]
             else:
                 match = pattern.compiled.search(line)
                 if match is None:
                     continue
-                if plain and (records.bump(records.key(qualname, pattern.role, None, shown(line))) if group is None
-                              else records.bump_all(
-                        qualname, self._named(index, match, line, group))):
+                if plain and (
+                        records.bump(records.key(qualname, pattern.role, None, line[:TEXT_CHARS].strip()))
+                        if group is None else records.bump_all(qualname, self._named(index, match, line, group))):
                     continue
                 evidence = line_evidence(pattern, match, line, lineno, group)
             self._add(evidence, pattern, found)
@@ -467,10 +468,9 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = _clean(raw)
     elif b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
-    if b"\xe2\x80" in raw:  # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes
-        raw = _plain_quotes(raw)
-    if b"&" in raw:  # a log copied from a web page's source: HTML's escapes of quotes, <, > and &
-        raw = _unescape_html(raw)
+    # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes; a log copied from a web
+    # page's source: HTML's escapes of quotes, <, > and &.
+    raw = _unescape_html(_plain_quotes(raw))
     # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
     # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
     text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
@@ -479,26 +479,25 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
 
 #: Curly quotes (U+2018, U+2019, U+201C, U+201D, in UTF-8) and the ASCII quote each stands for: a program printed
 #: the ASCII one ("instance of 'std::bad_alloc'", "No module named 'x'"); a forum or a mail archive curled it.
-_CURLY_QUOTES = ((b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'), (b"\xe2\x80\x9d", b'"'))
+_CURLY_QUOTE = re.compile(rb"\xe2\x80([\x98\x99\x9c\x9d])")
+_CURLY_PLAIN = {b"\x98": b"'", b"\x99": b"'", b"\x9c": b'"', b"\x9d": b'"'}
+#: The escapes a web page's source writes for the characters programs print in their messages ("&lt;stderr&gt;",
+#: "instance of &#39;std::bad_alloc&#39;"), undone in one pass (so "&amp;lt;" is "&lt;", as the page meant).
+_HTML_ESCAPE = re.compile(rb"&(quot|#39|#x27|lt|gt|amp);")
+_HTML_PLAIN = {b"quot": b'"', b"#39": b"'", b"#x27": b"'", b"lt": b"<", b"gt": b">", b"amp": b"&"}
 
 
 def _plain_quotes(raw: bytes) -> bytes:
-    for curly, plain in _CURLY_QUOTES:
-        if curly in raw:
-            raw = raw.replace(curly, plain)
+    # Gate on a byte only a curly quote's last byte (or another non-ASCII character's) is: a byte search is a
+    # hundredth of a pattern search, and a log's other UTF-8 (a progress bar's blocks) holds none of them.
+    if b"\x99" in raw or b"\x98" in raw or b"\x9d" in raw or b"\x9c" in raw:
+        return _CURLY_QUOTE.sub(lambda m: _CURLY_PLAIN[m.group(1)], raw)
     return raw
 
 
-#: The escapes a web page's source writes for the characters programs print in their messages ("&lt;stderr&gt;",
-#: "instance of &#39;std::bad_alloc&#39;"); &amp; last, so "&amp;lt;" stays "&lt;" as the page meant.
-_HTML_ESCAPES = ((b"&quot;", b'"'), (b"&#39;", b"'"), (b"&#x27;", b"'"), (b"&lt;", b"<"), (b"&gt;", b">"),
-                 (b"&amp;", b"&"))
-
-
 def _unescape_html(raw: bytes) -> bytes:
-    for escape, plain in _HTML_ESCAPES:
-        if escape in raw:
-            raw = raw.replace(escape, plain)
+    if b"&" in raw and b";" in raw:
+        return _HTML_ESCAPE.sub(lambda m: _HTML_PLAIN[m.group(1)], raw)
     return raw
 
 
