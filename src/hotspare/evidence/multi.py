@@ -213,6 +213,12 @@ class HyperscanLines:
             at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
         return lines.result()
 
+    def always_searched(self) -> list[str]:
+        """The patterns no word or mark keys: each costs a pass over every block of every log."""
+        patterns = self._patterns.event_patterns
+        return sorted(patterns[i].qualname for form, alts in enumerate(self._needs) if not alts
+                      for i in self._form_patterns[form])
+
     def flagged(self, text: bytes) -> list[str]:
         """The patterns (qualified names) whose forms a block of ``text`` makes the finder search for: each costs a
         pass over the block, so ordinary output should flag none."""
