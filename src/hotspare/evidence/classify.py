@@ -533,7 +533,10 @@ _INFRA_WORDS = re.compile(
 # An error line that says the program went on past it (ld.so's "... cannot be preloaded ...: ignored.", "skipping",
 # "falling back to"): not what stopped it, so never the last resort's reading.
 _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing\b|\bfall(?:ing)? ?back\b|"
-                      r"\bdeprecated\b|\bwill (?:be )?(?:use|using|proceed)")
+                      r"\bdeprecated\b|\bwill (?:be )?(?:use|using|proceed)|"
+                      # a report's field that names where errors go ('error file: job.err.000', pegasus-analyzer's
+                      # failed-job table; 'Error log: ...'): a label and a path, not an error
+                      r"^\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=]")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
