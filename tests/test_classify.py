@@ -836,3 +836,17 @@ def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not
     assert [h.name for h in placed.blamed_hosts] == ["n-62-20-12"] and not placed.exclude_hosts
     prompted = verdict("[me@login01 run]$ mpirun -np 2 ./solver\n" + crash, patterns)
     assert prompted.failure_class is FailureClass.RANK_KILLED and not prompted.blamed_hosts
+
+
+@pytest.mark.parametrize("noise", [NO_MODULE_COMMAND, LMOD, IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])
+def test_lines_the_run_went_on_after_are_not_the_signature(patterns: PatternSet, noise: str) -> None:
+    """Every attempt of a job prints its setup warnings and its ignored exceptions alike: two different failures
+    after them keep two signatures (else the second would read as the same failure on healthy hosts, exit 3)."""
+    fabric = ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4242> with error 12, opcode 0, len 0, "
+              "vendor err 129\n")
+    oom = "Out of memory: Killed process 4242 (python) total-vm:1234kB\n"
+    first, second = (verdict(noise + after, patterns, rc=1) for after in (fabric, oom))
+    assert first.signature != second.signature
+    assert "nccl.ib_error" in first.signature and "Killed process" in second.signature
+    alone = verdict(NO_MODULE_COMMAND, patterns, rc=1)
+    assert alone.failure_class is FailureClass.USER_ERROR and "module" in alone.signature

@@ -860,6 +860,14 @@ def _node_fault_blame(blame: Blame) -> bool:
     )
 
 
+def _signed(evidence: tuple[Evidence, ...], decision: _Decision) -> tuple[Evidence, ...]:
+    """The evidence a signature is made of: without the lines the run went on after (an exception Python ignored
+    or a library logged as a warning, a job script's setup that failed), unless one of them decided. Each attempt
+    of a job prints them alike: read first, they would give two different failures one signature."""
+    return tuple(e for e in evidence
+                 if e.line == decision.line or not (_setup_line(e) or _passed_over(e, evidence)))
+
+
 def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: frozenset[Host] | None,
              status: ExitStatus | None, last_line: str | None = None) -> Verdict:
     named = [e.host for e in evidence if e.host is not None]
@@ -885,7 +893,8 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
         evidence=evidence,
         suspect_hosts=tuple(suspects),
         signature="" if fclass is FailureClass.SUCCESS else failure_signature(
-            evidence, str(status) if status is not None else None, hosts=(h.name for h in members or ()),
+            _signed(evidence, decision), str(status) if status is not None else None,
+            hosts=(h.name for h in members or ()),
             last_line=last_line, crash=decision.crash),
         crash=decision.crash,
     )
