@@ -195,7 +195,16 @@ def classify(
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
     decision = _origins(_scheduler_blame(decision, facts, members), usable, evidence)
-    return _verdict(decision, evidence, members, status, last_line)
+    try:
+        return _verdict(decision, evidence, members, status, last_line)
+    finally:
+        _forget_ignored()
+
+
+def _forget_ignored() -> None:
+    """Drop what :func:`_ignored_ids` kept (a verdict is made: its evidence need not stay alive)."""
+    global _IGNORED_SEEN  # noqa: PLW0603 -- a one-entry cache, replaced whole
+    _IGNORED_SEEN = ((), frozenset())
 
 
 def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
@@ -495,11 +504,36 @@ def _ignored(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev``, a program error (or a bare 'it died'), is the exception of a block Python printed and
     ignored: the first root line after that block's header. An infrastructure error there still says what state
     the machine is in (a full disk in an exit handler) and is not set aside."""
-    if ev.failure_class not in _IGNORABLE:
-        return False
-    mark = next((e.line for e in evidence
-                 if e.pattern == _IGNORED_MARK and ev.line - _IGNORED_LINES <= e.line < ev.line), None)
-    return mark is not None and not any(e.role is Role.ROOT and mark < e.line < ev.line for e in evidence)
+    return ev.failure_class in _IGNORABLE and id(ev) in _ignored_ids(evidence)
+
+
+#: The last evidence :func:`_ignored_ids` read and what it found (one tuple, replaced whole: threads may classify).
+_IGNORED_SEEN: tuple[tuple[Evidence, ...], frozenset[int]] = ((), frozenset())
+
+
+def _ignored_ids(evidence: tuple[Evidence, ...]) -> frozenset[int]:
+    """The ids of the root lines that end a block Python printed and ignored (see :func:`_ignored`), found in one
+    pass and kept for the evidence last asked about: the classifier asks per line, and a log of 10,000 hosts'
+    errors must not cost 10,000 passes."""
+    global _IGNORED_SEEN  # noqa: PLW0603 -- a one-entry cache, replaced whole
+    seen = _IGNORED_SEEN
+    if seen[0] is evidence:
+        return seen[1]
+    found: set[int] = set()
+    if any(e.pattern == _IGNORED_MARK for e in evidence):
+        mark: int | None = None
+        first: int | None = None  # the line of the first root after the mark
+        for e in sorted(evidence, key=lambda e: e.line):
+            if e.pattern == _IGNORED_MARK:
+                mark, first = e.line, None
+            elif e.role is Role.ROOT and mark is not None and e.line > mark:
+                if first is None:
+                    first = e.line
+                if e.line == first and e.line - mark <= _IGNORED_LINES and e.failure_class in _IGNORABLE:
+                    found.add(id(e))
+    ids = frozenset(found)
+    _IGNORED_SEEN = (evidence, ids)
+    return ids
 #: Classes of a summary line (above) that a crash line explains: the SIGKILL of the ranks left, the peers' lost
 #: connections, the fatal error a crash handler prints, the Ctrl-C of a user whose job hung after a rank crashed.
 _CRASH_EXPLAINS = frozenset({
