@@ -617,6 +617,7 @@ def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None,
     "ERROR: Read-only file system: '/scratch/run/out.h5'",
     "Error: service busy, try again later",
     "error: unable to reach the licence service: no route to host",
+    "ERROR (unhandled task failure): EOFError: read end of file",  # a peer gone (Julia Distributed)
 ])
 def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line: str) -> None:
     """A bare error line that speaks of the infrastructure (a name lookup, a read-only file system, a busy service,
@@ -632,6 +633,7 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
     "Mar  5 10:11:12 node01 python3[12345]: ",      # syslog / journalctl: time, host, the program's tag
     "2024-03-05T10:11:12+0100 node01 python3[12345]: ",  # journalctl -o short-iso
     "- ", "  * ",                                   # a Markdown list item holding the pasted line
+    "  2. ",                                        # a numbered list (pastebin numbers every pasted line)
 ])
 def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:
     text = "".join(f"{prefix}{line}\n" for line in (
@@ -750,6 +752,15 @@ def test_an_infrastructure_error_python_ignored_still_counts(patterns: PatternSe
     assert verdict(quota, patterns, rc=1).failure_class is not FailureClass.UNKNOWN
     error = "ValueError: expected 3 channels, got 4\n"
     assert verdict(error + IGNORED_AT_EXIT, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize("line", [
+    " error file: /scratch/u/run0001/ID0000001/preprocess_ID0000001.err.000",  # pegasus-analyzer's failed-job table
+    "stderr_log = /home/u/job.err",
+])
+def test_a_field_naming_where_errors_go_is_not_the_last_resort(patterns: PatternSet, line: str) -> None:
+    """A report's field that names the file errors go to is a label and a path, not an error the program printed."""
+    assert verdict(f"{line}\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR
 
 
 def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns: PatternSet) -> None:
