@@ -861,3 +861,58 @@ def test_lines_the_run_went_on_after_are_not_the_signature(patterns: PatternSet,
     assert "nccl.ib_error" in first.signature and "Killed process" in second.signature
     alone = verdict(NO_MODULE_COMMAND, patterns, rc=1)
     assert alone.failure_class is FailureClass.USER_ERROR and "module" in alone.signature
+
+
+KEEP_ALIVE_WARNING = (
+    "W0813 22:23:32.979031 140204091807488 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1267] The node "
+    "'gpu07_3411_0' has failed to send a keep-alive heartbeat to the rendezvous '100' due to an error of type "
+    "RendezvousConnectionError.\n")
+PIP_RETRY_WARNING = (
+    "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken "
+    "by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f1c2e0>: Failed to "
+    "establish a new connection: [Errno 111] Connection refused')': /simple/torch/\n")
+
+
+@pytest.mark.parametrize("warning", [KEEP_ALIVE_WARNING, PIP_RETRY_WARNING])
+@pytest.mark.parametrize(("after", "rc", "expected"), [
+    ("", 1, FailureClass.NETWORK),  # alone, the trouble the log shows is the last word
+    ("Out of memory: Killed process 4242 (python) total-vm:1234kB\n", None, FailureClass.OOM),
+    ("OSError: [Errno 5] Input/output error\n", 1, FailureClass.TRANSIENT_IO),
+    ("srun: error: gpu07: task 3: Segmentation fault (core dumped)\n", 139, FailureClass.RANK_KILLED),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "IndexError: list index out of range\n", 1, FailureClass.USER_ERROR),
+])
+def test_a_network_error_a_client_warned_of_and_went_on_after_does_not_decide(
+        patterns: PatternSet, warning: str, after: str, rc: int | None, expected: FailureClass) -> None:
+    """torch elastic's background keep-alive warning (printed when the store's node finished first) and pip's retry
+    warning are network trouble the program went on after: what ended the run decides, wherever the warning
+    stands; alone, the warning is the log's last word."""
+    result = verdict(warning + after, patterns, rc=rc)
+    assert result.failure_class is expected
+    assert verdict(after + warning, patterns, rc=rc).failure_class is expected
+
+
+def test_a_dead_nodes_warning_still_decides(patterns: PatternSet) -> None:
+    """Only network warnings step back: Ray's driver warns that a node was marked dead, and that is the failure."""
+    log = ("E0914 16:15:25.711653 1932514 1932528 direct_task_transport.cc:324] Retrying attempt to schedule task at "
+           "remote node. Error: IOError: 14: failed to connect to all addresses\n"
+           "2020-09-14 16:15:29,466\tWARNING worker.py:1070 -- The node with node id 6363a6c2b3cc8f5f0d3f1d2b3a4b5c6d "
+           "has been marked dead because the detector has missed too many heartbeats from it.\n")
+    assert verdict(log, patterns, rc=1).failure_class is FailureClass.NODE_LOSS
+
+
+@pytest.mark.parametrize("line", [
+    "ls: cannot access '/scratch/run/checkpoints/*.pt': No such file or directory",
+    "rm: cannot remove '/tmp/run.lock': No such file or directory",
+    "error: Your local changes to the following files would be overwritten by checkout:",
+    "fatal: not a git repository (or any of the parent directories): .git",
+])
+def test_a_scripts_housekeeping_is_not_the_last_resort(patterns: PatternSet, line: str) -> None:
+    """A job script's `ls` of a checkpoint not yet written, `rm` of a lock already gone, or git's refusal before the
+    run are checks and cleanup the script goes on after: never why the job stopped. A tool refusing an input
+    the job needs still is."""
+    assert verdict(f"{line}\nApplication 4221648 exit signals: Killed\n", patterns, rc=1).failure_class \
+        is not FailureClass.USER_ERROR
+    assert verdict(f"{line}\n", patterns, rc=1).failure_class is FailureClass.UNKNOWN
+    needed = "cp: cannot stat 'results/sample1.bam': No such file or directory\n"
+    assert verdict(f"{line}\n{needed}", patterns, rc=1).failure_class is FailureClass.USER_ERROR

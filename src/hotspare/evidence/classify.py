@@ -190,7 +190,7 @@ def classify(
     last = None
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence)
-        decision = _setup_failed(status, evidence) or last or decision
+        decision = _setup_failed(status, evidence) or last or _warned(evidence) or decision
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -496,8 +496,35 @@ _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
 def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether the run went on after the error ``ev``: a library caught it and logged it as a warning, or Python
-    printed it and ignored it."""
-    return (ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev)) or _ignored(ev, evidence)
+    printed it and ignored it, or a client warned of a network error it retried or outlived (see
+    :func:`_network_warning`)."""
+    return ((ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev)) or _network_warning(ev)
+            or _ignored(ev, evidence))
+
+
+# A line that opens with a warning word ("WARNING: Retrying (Retry(total=4 ...)) after connection broken by ...",
+# pip's; "Warning: ...").
+_WARNING_OPENS = re.compile(r"^\s*(?:WARNING|Warning|WARN)\b")
+
+
+def _network_warning(ev: Evidence) -> bool:
+    """Whether ``ev`` is a network error a client wrote at its warning level and went on after: torch elastic's
+    "failed to send a keep-alive heartbeat ... due to an error of type RendezvousConnectionError" (a background
+    thread's, printed when the store's node finished first), pip's "WARNING: Retrying ... after connection broken".
+    It decides only when nothing else says why (:func:`_warned`). A dead node's warning (Ray's "marked dead") is no
+    network error and keeps its weight."""
+    return ev.failure_class is FailureClass.NETWORK and ev.role is Role.ROOT and (
+        _logged_warning(ev) or _WARNING_OPENS.search(ev.text) is not None)
+
+
+def _warned(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """The first network warning (see :func:`_network_warning`), once nothing else decided: the trouble the log
+    shows, as a last word."""
+    ev = next((e for e in evidence if _network_warning(e)), None)
+    if ev is None:
+        return None
+    return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line}, a warning, and no other line says "
+                     f"why: {ev.text[:120]}", from_status=True, line=ev.line)
 
 
 def _ignored(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
@@ -555,7 +582,7 @@ _CRASH_EXPLAINS = frozenset({
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
-    r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|"
+    r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
     r"end of file|\beof(?:error)?\b|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
@@ -571,6 +598,13 @@ _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing
                       # a report's field that names where errors go ('error file: job.err.000', pegasus-analyzer's
                       # failed-job table; 'Error log: ...'): a label and a path, not an error
                       r"^\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=]")
+
+
+# A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
+# of a lock already gone, git refusing to check out over local changes or run outside a repository (a script that
+# logs its commit). The script goes on after them, so the last resort never reads them as why the job stopped.
+_HOUSEKEEPING = re.compile(r"^\s*(?:ls|rm|rmdir|unlink|readlink|realpath): |would be overwritten by (?:checkout|merge)"
+                           r"|not a git repository")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -836,13 +870,15 @@ def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
 
 def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
     """The first error line of a program no pack knows (see LAST_RESORT), once nothing else decided: no other
-    pattern reads that line, and the exit status is not a signal's (a crash or a kill says more)."""
+    pattern reads that line, and the exit status is not a signal's (a crash or a kill says more). Lines the program
+    or its script went on after (_WENT_ON, _HOUSEKEEPING) are passed over; when the first line left speaks of the
+    infrastructure, nothing is read (the error lines after it are as often its consequences)."""
     if status is not None and status.signal is not None:
         return None
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
     ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
-               and not _INFRA_WORDS.search(e.text) and not _WENT_ON.search(e.text)), None)
-    if ev is None or ev.failure_class is None:
+               and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
+    if ev is None or ev.failure_class is None or _INFRA_WORDS.search(ev.text):
         return None
     return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
                      from_status=True, line=ev.line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
+from hotspare.evidence.patterns import HostMeaning, Role
 from hotspare.failures import FailureClass
 from hotspare.hosts import Host
 
@@ -94,8 +94,8 @@ class Records:
     def key(self, pattern: str, role: Role, name: str | None, text: str | bytes) -> Key:
         """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` (as shown; the
         scanner gives the line's bytes, stripped) is kept under."""
-        if name is not None or role is not Role.ROOT or pattern in LAST_RESORT:
-            return (pattern, name)  # the last resort reads a program's first error line only
+        if name is not None or role is not Role.ROOT:
+            return (pattern, name)
         key = (pattern, text_key(text.encode("utf-8", "replace") if isinstance(text, str) else text))
         kept = self.texts.get(pattern)
         if kept is not None and len(kept) >= MAX_TEXTS and key not in self.counts:
