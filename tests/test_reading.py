@@ -73,7 +73,7 @@ def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[st
 
 @pytest.mark.parametrize("placeholder", [
     "xxxx", "XXXXX", "<hostname>", "NODE", "hostname", "node", "localhost", "0.0.0.0", "127.0.0.1", "...",  # noqa: S104
-    "your-host", "<node>", "worker-X", "node_X",
+    "your-host", "<node>", "worker-X", "node_X", "vgcnbwc-worker-xxxxxxx", "gpu-node.xxxx",
 ])
 def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -> None:
     """Documentation and redacted pastes write a stand-in where the host was: nothing is blamed on it."""
@@ -81,6 +81,13 @@ def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -
                  f"mpirun noticed that process rank 3 with PID 42 on node {placeholder} exited on signal 9 (Killed)."):
         got = verdict(line + "\n", patterns, rc=1)
         assert got.blamed_hosts == () and got.exclude_hosts == (), (line, got.reason)
+
+
+def test_a_name_with_x_in_it_is_still_a_host(patterns: PatternSet) -> None:
+    """Only a run of x's standing where a name's last part was is a placeholder; real names keep their x's."""
+    for name in ("maxx-01", "box-x1", "worker-xx"):
+        got = verdict(f"srun: error: Node failure on {name}\n", patterns, rc=1)
+        assert [h.name for h in got.blamed_hosts] == [name], (name, got.reason)
 
 
 SPOOFS = [
