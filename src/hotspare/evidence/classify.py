@@ -468,6 +468,7 @@ _STATUS_ONLY = frozenset({
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "spark.failed_to_connect",
+    "hydra.exit_string_interrupt",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
