@@ -916,3 +916,18 @@ def test_a_scripts_housekeeping_is_not_the_last_resort(patterns: PatternSet, lin
     assert verdict(f"{line}\n", patterns, rc=1).failure_class is FailureClass.UNKNOWN
     needed = "cp: cannot stat 'results/sample1.bam': No such file or directory\n"
     assert verdict(f"{line}\n{needed}", patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize("noise", [
+    "bash: module: line 1: syntax error: unexpected end of file\nbash: error importing function definition for `module'\n",
+    "bash: BASH_FUNC_ml(): line 0: syntax error near unexpected token `)'\n",
+])
+def test_an_environment_function_bash_could_not_import_is_setup(patterns: PatternSet, noise: str) -> None:
+    """A login shell's exported `module` function the job's bash could not import is the environment's noise: the
+    launch failure after it decides; alone, with the program's own non-zero exit, the setup is the job's."""
+    after = ("error: commlib error: got select error (No route to host)\n"
+             "error: executing task of job 3031361 failed: failed sending task to execd@r104-n89: can't find "
+             "connection\n")
+    assert verdict(noise + after, patterns, rc=1).failure_class is FailureClass.NETWORK
+    assert verdict(noise, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+    assert verdict(noise, patterns, rc=143).failure_class is not FailureClass.USER_ERROR

@@ -482,10 +482,20 @@ _SETUP_COMMANDS = re.compile(
     r": command not found")
 
 
+# The same of an environment function a login shell exported and the job's bash could not import (bash's
+# variables.c: it parses BASH_FUNC_module%% and reports 'bash: module: line 1: syntax error: unexpected end of
+# file', then "error importing function definition for `module'"; 'BASH_FUNC_module(): line 0: ...' before the
+# Shellshock fix): the job's shell runs on without `module`.
+_SETUP_FUNCTIONS = re.compile(
+    r"sh: (?:BASH_FUNC_)?(?:module|ml|_module_raw|switchml|conda|mamba|micromamba|spack|pyenv|lmod)(?:\(\)|%%)?: "
+    r"line [0-9]+: ")
+
+
 def _setup_line(ev: Evidence) -> bool:
     """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
-    return ev.pattern in _SETUP_ONLY or (ev.pattern == "python.script_command_error"
-                                         and _SETUP_COMMANDS.search(ev.text) is not None)
+    return ev.pattern in _SETUP_ONLY or (
+        ev.pattern == "python.script_command_error" and _SETUP_COMMANDS.search(ev.text) is not None) or (
+        ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None)
 
 
 # Python's report of an exception it could not raise and ignored (python.exception_ignored: a destructor's,
