@@ -931,3 +931,25 @@ def test_an_environment_function_bash_could_not_import_is_setup(patterns: Patter
     assert verdict(noise + after, patterns, rc=1).failure_class is FailureClass.NETWORK
     assert verdict(noise, patterns, rc=1).failure_class is FailureClass.USER_ERROR
     assert verdict(noise, patterns, rc=143).failure_class is not FailureClass.USER_ERROR
+
+
+@pytest.mark.parametrize("line", [
+    "ModuleNotFoundError: No module named 'flash_attn'; falling back to eager attention",
+    "ValueError: could not decode image shard-00012.jpg, skipping",
+    "ImportError: cannot import name 'FusedAdam' from 'apex.optimizers'; continuing without apex",
+])
+def test_an_error_line_that_says_what_the_program_did_instead_does_not_decide(patterns: PatternSet, line: str) -> None:
+    """An error the program reports and goes on after (it falls back, skips, continues without) is not what
+    ended the run: the collective's failure after it decides."""
+    after = ("[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: "
+             "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+             "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing out.\n")
+    assert verdict(f"{line}\n{after}", patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
+def test_an_exception_that_speaks_of_a_deprecation_still_decides(patterns: PatternSet) -> None:
+    """numpy 1.24's removed aliases end a run with an exception that says 'deprecated': it is the run's error."""
+    log = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+           "AttributeError: module 'numpy' has no attribute 'float'.\n`np.float` was a deprecated alias for the "
+           "builtin `float`. To avoid this error in existing code, use `float` by itself.\n")
+    assert verdict(log, patterns, rc=1).failure_class is FailureClass.USER_ERROR

@@ -506,11 +506,19 @@ _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
 
 def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
-    """Whether the run went on after the error ``ev``: a library caught it and logged it as a warning, or Python
-    printed it and ignored it, or a client warned of a network error it retried or outlived (see
+    """Whether the run went on after the error ``ev``: a library caught it and logged it as a warning or said it
+    went on ("ModuleNotFoundError: No module named 'flash_attn'; falling back to eager attention": _GOES_ON), or
+    Python printed it and ignored it, or a client warned of a network error it retried or outlived (see
     :func:`_network_warning`)."""
-    return ((ev.failure_class is FailureClass.USER_ERROR and _logged_warning(ev)) or _network_warning(ev)
-            or _ignored(ev, evidence))
+    return ((ev.failure_class is FailureClass.USER_ERROR and (_logged_warning(ev) or _GOES_ON.search(ev.text)))
+            or _network_warning(ev) or _ignored(ev, evidence))
+
+
+# An error line that says what the program does instead ("...; falling back to eager attention", "skipping
+# sample 12", "continuing without apex"): it went on. Narrower than _WENT_ON: an exception that ends a run may
+# well say 'deprecated' (numpy's "`np.float` was a deprecated alias") or 'ignored'.
+_GOES_ON = re.compile(r"(?i)\bfall(?:ing)? ?back to\b|\bskipping\b|\bcontinuing (?:without|with|anyway)\b|"
+                      r"\bwill proceed\b")
 
 
 # A line that opens with a warning word ("WARNING: Retrying (Retry(total=4 ...)) after connection broken by ...",
