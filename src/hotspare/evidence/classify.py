@@ -510,7 +510,8 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     went on ("ModuleNotFoundError: No module named 'flash_attn'; falling back to eager attention": _GOES_ON), or
     Python printed it and ignored it, or a client warned of a network error it retried or outlived (see
     :func:`_network_warning`)."""
-    return ((ev.failure_class is FailureClass.USER_ERROR and (_logged_warning(ev) or _GOES_ON.search(ev.text)))
+    return ((ev.failure_class is FailureClass.USER_ERROR
+             and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None))
             or _network_warning(ev) or _ignored(ev, evidence))
 
 
