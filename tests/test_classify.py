@@ -823,6 +823,9 @@ SLURM_MEMORY_KILL = "slurmstepd: error: Job 42664148 exceeded memory limit (1088
     ("cdip@nid002070:~/models> python3 01_train.py\nMemoryError\n", "nid002070"),
     ("Node:         gke-train-pool-1-9c1f2a3b-x7kq/10.128.0.5\n"
      "      Reason:       OOMKilled\n", "gke-train-pool-1-9c1f2a3b-x7kq"),
+    # The batch script's own word of where it runs.
+    ("### Starting job on host: gpu-a100-07 at Tue Mar  4 10:00:00 UTC 2025\n"
+     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 98.00 MiB.\n", "gpu-a100-07"),
     # A step's line names only the step's first node: hundreds of ranks may have run elsewhere.
     ("ERROR on proc 617: Failed to reallocate 1650272 bytes for array comm:buf_send (src/memory.cpp:105)\n"
      "slurmstepd: error: *** STEP 2489114.1 ON h053 CANCELLED AT 2022-11-15T09:38:39 ***\n", None),
@@ -847,6 +850,14 @@ def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not
     assert [h.name for h in placed.blamed_hosts] == ["n-62-20-12"] and not placed.exclude_hosts
     prompted = verdict("[me@login01 run]$ mpirun -np 2 ./solver\n" + crash, patterns)
     assert prompted.failure_class is FailureClass.RANK_KILLED and not prompted.blamed_hosts
+    # TACC's launcher names the node it starts a task on; bash's crash line under it names none.
+    launched = verdict("starting job on c506-083\n/opt/apps/launcher/launcher-3.7/launcher: line 93: 285520 Bus "
+                       "error               SentinelWrapper.py -c run.cfg\n", patterns)
+    assert launched.failure_class is FailureClass.RANK_KILLED
+    assert [h.name for h in launched.blamed_hosts] == ["c506-083"] and not launched.exclude_hosts
+    two = verdict("starting job on c476-014\nstarting job on c476-042\n/opt/apps/launcher/launcher-3.7/launcher: "
+                  "line 93: 364062 Bus error               SentinelWrapper.py -c run.cfg\n", patterns)
+    assert two.failure_class is FailureClass.RANK_KILLED and not two.blamed_hosts
 
 
 @pytest.mark.parametrize("noise", [NO_MODULE_COMMAND, LMOD, IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])
