@@ -599,12 +599,13 @@ _CRASH_EXPLAINS = frozenset({
 # connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish. An end of file
 # read where more was due is a peer gone (Julia's "ERROR (unhandled task failure): EOFError: read end of file" after
 # "Worker 2 terminated.", stdlib Distributed), so it reads as infrastructure too.
+# Open MPI's daemons (orted, prted) count as whole words only: "unsupported", "reported" and "sorted" are not them.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
-    r"orted|prted|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|\bdns\b|"
-    r"end of file|\beof(?:error)?\b|"
+    r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
+    r"\bdns\b|end of file|\beof(?:error)?\b|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
     r"return(?:ed)? code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
