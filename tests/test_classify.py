@@ -917,6 +917,8 @@ def test_a_dead_nodes_warning_still_decides(patterns: PatternSet) -> None:
     "rm: cannot remove '/tmp/run.lock': No such file or directory",
     "error: Your local changes to the following files would be overwritten by checkout:",
     "fatal: not a git repository (or any of the parent directories): .git",
+    "srun: error: ioctl(TIOCGWINSZ): Inappropriate ioctl for device",
+    "slurmstepd: error: couldn't chdir to `/home/user/run': No such file or directory: going to /tmp instead",
 ])
 def test_a_scripts_housekeeping_is_not_the_last_resort(patterns: PatternSet, line: str) -> None:
     """A job script's `ls` of a checkpoint not yet written, `rm` of a lock already gone, or git's refusal before the

@@ -613,8 +613,9 @@ _INFRA_WORDS = re.compile(
 
 
 # An error line that says the program went on past it (ld.so's "... cannot be preloaded ...: ignored.", "skipping",
-# "falling back to"): not what stopped it, so never the last resort's reading.
-_WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing\b|\bfall(?:ing)? ?back\b|"
+# "falling back to", slurmstepd's "couldn't chdir to ...: going to /tmp instead"): not what stopped it, so never
+# the last resort's reading.
+_WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing\b|\bfall(?:ing)? ?back\b|\binstead\b|"
                       r"\bdeprecated\b|\bwill (?:be )?(?:use|using|proceed)|"
                       # a report's field that names where errors go ('error file: job.err.000', pegasus-analyzer's
                       # failed-job table; 'Error log: ...'): a label and a path, not an error
@@ -623,9 +624,10 @@ _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing
 
 # A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
 # of a lock already gone, git refusing to check out over local changes or run outside a repository (a script that
-# logs its commit). The script goes on after them, so the last resort never reads them as why the job stopped.
+# logs its commit), a tool asking a terminal a batch job does not have (srun's, stty's, mesg's 'Inappropriate ioctl
+# for device': ENOTTY). The script goes on after them, so the last resort never reads them as why the job stopped.
 _HOUSEKEEPING = re.compile(r"^\s*(?:ls|rm|rmdir|unlink|readlink|realpath): |would be overwritten by (?:checkout|merge)"
-                           r"|not a git repository")
+                           r"|not a git repository|Inappropriate ioctl for device")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
