@@ -966,3 +966,26 @@ def test_an_exception_that_speaks_of_a_deprecation_still_decides(patterns: Patte
            "AttributeError: module 'numpy' has no attribute 'float'.\n`np.float` was a deprecated alias for the "
            "builtin `float`. To avoid this error in existing code, use `float` by itself.\n")
     assert verdict(log, patterns, rc=1).failure_class is FailureClass.USER_ERROR
+
+
+ABORTED = ".command.sh: line 2:    32 Aborted                 (core dumped) stringtie -G ann.gtf in.bam\n"
+
+
+@pytest.mark.parametrize(("text", "rc", "expected"), [
+    # The program says why, then stops itself with abort(): its error decides.
+    ("Error: reference annotation file (ann.gtf) not found.\n" + ABORTED, None, FailureClass.USER_ERROR),
+    ("Error: reference annotation file (ann.gtf) not found.\n" + ABORTED, 134, FailureClass.USER_ERROR),
+    # A workflow engine's summary of the same death above the task's stderr is that abort, not an earlier crash.
+    ("Process `quant (s1)` terminated with an error exit status (134)\nCommand error:\n"
+     "  Error: reference annotation file (ann.gtf) not found.\n  " + ABORTED, None, FailureClass.USER_ERROR),
+    # An abort with no error line before it, another signal, or an error that speaks of the machine: a crash.
+    (ABORTED, 134, FailureClass.RANK_KILLED),
+    ("Error: reference annotation file (ann.gtf) not found.\n"
+     "./run.sh: line 2:    32 Segmentation fault      (core dumped) stringtie\n", None, FailureClass.RANK_KILLED),
+    ("Error: device 0 is not available\n" + ABORTED, None, FailureClass.RANK_KILLED),
+])
+def test_a_programs_error_then_its_own_abort_is_the_programs_stop(
+        patterns: PatternSet, text: str, rc: int | None, expected: FailureClass) -> None:
+    """A program that prints its own error and then calls abort() stopped itself: its error decides, and the
+    SIGABRT (the shell's 'Aborted', exit 134) is how it stopped, not a crash."""
+    assert verdict(text, patterns, rc=rc).failure_class is expected

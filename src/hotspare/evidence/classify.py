@@ -162,6 +162,8 @@ class _Decision:
     crash: bool = False
     #: The line of the summary line that decided (``from_status`` from a line), if any.
     line: int | None = None
+    #: The program's error line decided and the job's abort was its own (see :func:`_error_then_abort`).
+    own_abort: bool = False
 
 
 def classify(
@@ -186,8 +188,14 @@ def classify(
         or _from_facts(facts)
         or _from_status(status, evidence)
     )
-    decision = _signal_death(decision, usable, evidence, members)
     last = None
+    aborted = status is not None and status.signal == signal.SIGABRT  # exit 134: also read from the status alone
+    if decision.from_status and not decision.blamed and decision.line is None and (
+            decision.failure_class is FailureClass.UNKNOWN
+            or (aborted and decision.failure_class is FailureClass.RANK_KILLED)):
+        last = _error_then_abort(status, evidence)
+        decision = last or decision
+    decision = _signal_death(decision, usable, evidence, members)
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence)
         decision = _setup_failed(status, evidence) or last or _warned(evidence) or decision
@@ -745,7 +753,8 @@ def _signal_death(
         # A program's own fatal error explains the abort that follows it (its way to stop); a crash before it
         # explains the error (a crash handler's message). A user's Ctrl-C explains the signals its ranks report
         # after it; a crash before it is why the user gave up.
-        crashes = [e for e in crashes if e.line < decision.line]
+        crashes = [e for e in crashes if e.line < decision.line
+                   and not (decision.own_abort and _ABORT.search(e.text))]
     if not crashes:
         return decision
     first = crashes[0]
@@ -899,13 +908,46 @@ def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _
     infrastructure, nothing is read (the error lines after it are as often its consequences)."""
     if status is not None and status.signal is not None:
         return None
-    others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
-    ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
-               and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
-    if ev is None or ev.failure_class is None or _INFRA_WORDS.search(ev.text):
+    ev = _first_error_line(evidence)
+    if ev is None or ev.failure_class is None:
         return None
     return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
                      from_status=True, line=ev.line)
+
+
+def _first_error_line(evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """The last resort's line (see :func:`_last_resort`), whatever the exit status."""
+    others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
+    ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
+               and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
+    if ev is None or _INFRA_WORDS.search(ev.text):
+        return None
+    return ev
+
+
+#: How far below a program's error line the abort it ends with may stand (stderr relayed through a shell).
+_OWN_ABORT_LINES = 2
+
+
+def _error_then_abort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """A program's own error line (the last resort's) with its abort on the next line or the one after ('Error:
+    reference annotation file (x.gtf) not found.' then the shell's 'Aborted (core dumped)', exit 134): the program
+    stopped itself with abort() after saying why, so the error decides (and explains the abort, see
+    :func:`_signal_death`), once nothing else decided. An abort with no error line before it, or any other crash
+    signal, is read as a crash."""
+    if status is not None and status.signal not in (None, 6):
+        return None
+    ev = _first_error_line(evidence)
+    # A crash of another signal before the error explains it; an abort reported above it (a workflow engine's
+    # summary, 'terminated with an error exit status (134)', before the task's own stderr) is the same death.
+    if ev is None or ev.failure_class is None or any(
+            _is_crash(e) and e.line <= ev.line and not _ABORT.search(e.text) for e in evidence):
+        return None
+    if not any(_is_crash(e) and _ABORT.search(e.text) and 0 < e.line - ev.line <= _OWN_ABORT_LINES
+               for e in evidence):
+        return None
+    return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, then the program's own abort: "
+                     f"{ev.text[:120]}", from_status=True, line=ev.line, own_abort=True)
 
 
 def _setup_failed(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
