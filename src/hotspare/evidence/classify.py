@@ -189,10 +189,9 @@ def classify(
         or _from_status(status, evidence)
     )
     last = None
-    aborted = status is not None and status.signal == signal.SIGABRT  # exit 134: also read from the status alone
-    if decision.from_status and not decision.blamed and decision.line is None and (
-            decision.failure_class is FailureClass.UNKNOWN
-            or (aborted and decision.failure_class is FailureClass.RANK_KILLED)):
+    # Nothing decided, or only the status did (exit 134 reads as a crash): the program may have said why it aborted.
+    if decision.from_status and not decision.blamed and decision.line is None and decision.failure_class in (
+            FailureClass.UNKNOWN, FailureClass.RANK_KILLED):
         last = _error_then_abort(status, evidence)
         decision = last or decision
     decision = _signal_death(decision, usable, evidence, members)
@@ -935,7 +934,7 @@ def _error_then_abort(status: ExitStatus | None, evidence: tuple[Evidence, ...])
     stopped itself with abort() after saying why, so the error decides (and explains the abort, see
     :func:`_signal_death`), once nothing else decided. An abort with no error line before it, or any other crash
     signal, is read as a crash."""
-    if status is not None and status.signal not in (None, 6):
+    if status is not None and status.signal not in (None, signal.SIGABRT):
         return None
     ev = _first_error_line(evidence)
     # A crash of another signal before the error explains it; an abort reported above it (a workflow engine's
