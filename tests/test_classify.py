@@ -461,6 +461,20 @@ def test_a_launcher_banner_alone_is_unknown(patterns: PatternSet) -> None:
     assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and not v.node_fault
 
 
+@pytest.mark.parametrize("log", [
+    "A worker died or was killed while executing a task by an unexpected system error. Worker IP address: "
+    "10.1.2.3 Worker port: 43725 Worker PID: 254000 Worker exit type: SYSTEM_ERROR\n",
+    "parsl.executors.high_throughput.errors.WorkerLost: Task failure due to loss of worker 0 on host c3n07\n",
+])
+def test_a_failure_of_unknown_cause_names_its_host_as_a_suspect_never_blamed(patterns: PatternSet, log: str) -> None:
+    """A worker that died with no cause shown: unknown, and its host a lead for the supervisor to probe (with a
+    control), not blame: the README gives an unknown failure no origin, and the host may well be innocent."""
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and not v.node_fault
+    assert [h.name for h in v.suspect_hosts] == [("10.1.2.3" if "Ray" in log or "Worker IP" in log else "c3n07")]
+    assert "a suspect, not blamed" in v.reason
+
+
 def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
     """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
     one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hotspare.act.node_states import unhealthy
 from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
@@ -164,6 +164,8 @@ class _Decision:
     line: int | None = None
     #: The program's error line decided and the job's abort was its own (see :func:`_error_then_abort`).
     own_abort: bool = False
+    #: Where a failure of unknown cause started (a worker that died, nothing says why): leads to probe, not blame.
+    leads: tuple[Host, ...] = ()
 
 
 def classify(
@@ -840,6 +842,11 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     blamed = _blames(starts, QuarantineReason.SCRAPED)
     names = ", ".join(b.host.name for b in blamed)
     first = starts[0]
+    if decision.failure_class is FailureClass.UNKNOWN:
+        # Nothing says why it failed, so nothing says the host where it did is at fault (a worker that died with no
+        # cause shown, a bare non-zero exit): a lead the supervisor probes first, with a control, never blame.
+        why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}): a suspect, not blamed"
+        return replace(decision, reason=why, leads=tuple(b.host for b in blamed))
     why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}), not a node fault"
     return _Decision(decision.failure_class, blamed, why)
 
@@ -1015,7 +1022,7 @@ def _verdict(decision: _Decision, evidence: tuple[Evidence, ...], members: froze
         e.host for e in evidence
         if e.host is not None and e.host_means is HostMeaning.SUSPECT and e.host not in blamed_set
         and e.host not in foreign
-    })
+    } | {h for h in decision.leads if h not in blamed_set and h not in foreign})
     mentioned = [h for h in mentioned if h not in suspects]
     return Verdict(
         failure_class=fclass,
