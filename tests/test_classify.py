@@ -475,6 +475,24 @@ def test_a_failure_of_unknown_cause_names_its_host_as_a_suspect_never_blamed(pat
     assert "a suspect, not blamed" in v.reason
 
 
+@pytest.mark.parametrize("log, fclass, blamed", [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "IndexError: list index out of range\nsrun: error: c3n07: task 0: Exited with exit code 1\n",
+     FailureClass.USER_ERROR, []),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=4821.0. Some of the step tasks have been OOM Killed.\n"
+     "srun: error: c3n07: task 2: Out Of Memory\n", FailureClass.OOM, ["c3n07"]),
+    ("x1001c0s2b0n0: rank 5 died from signal 11 and dumped core\n"
+     "x1001c0s3b0n0: rank 9 died from signal 15\n", FailureClass.RANK_KILLED, ["x1001c0s2b0n0"]),
+])
+def test_a_paste_with_a_line_number_gutter_reads_as_printed(
+        patterns: PatternSet, log: str, fclass: FailureClass, blamed: list[str]) -> None:
+    """A log pasted from a viewer that numbers its lines ('  12  srun: error: ...'): the same verdict as the log."""
+    gutter = "".join(f"{n:4d}  {line}\n" for n, line in enumerate(log.splitlines(), start=120))
+    for text in (log, gutter):
+        v = verdict(text, patterns)
+        assert (v.failure_class, names(v.blamed_hosts)) == (fclass, blamed), text
+
+
 def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
     """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
     one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'

@@ -329,6 +329,23 @@ def test_curly_quotes_read_as_the_straight_ones_a_program_printed() -> None:
     assert curled > 100
 
 
+def test_no_break_spaces_read_as_the_spaces_a_program_printed() -> None:
+    """A web page's rendering of a log (a forum, a wiki, a mail archive) can turn spaces into no-break spaces
+    (U+00A0): a quarter of the corpus texts, every third space so turned, gives the evidence the printed form gives."""
+    corpus = _corpus()[::4]
+    turned = 0
+    for name, data in corpus:
+        parts = data.split(b" ")
+        if len(parts) < 4 or "\u00a0".encode() in data:
+            continue
+        rendered = b"".join(p + (("\u00a0".encode() if i % 3 == 0 else b" ") if i < len(parts) - 1 else b"")
+                            for i, p in enumerate(parts))
+        turned += 1
+        got, want = (scan(text, PATTERNS, wrap_width="auto") for text in (rendered, data))
+        assert (got.evidence, got.lines) == (want.evidence, want.lines), name
+    assert turned > 100
+
+
 def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
     """HTML's escapes of &, quotes, < and > (a log copied from a page's source, a mail archive's HTML) give the
     evidence the printed text gives, line numbers included."""

@@ -470,7 +470,7 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = raw.replace(b"\x00", b"")
     # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes; a log copied from a web
     # page's source: HTML's escapes of quotes, <, > and &.
-    raw = _unescape_html(_plain_quotes(raw))
+    raw = _unescape_html(_plain_quotes(_plain_spaces(raw)))
     # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
     # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
     text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
@@ -495,6 +495,12 @@ def _plain_quotes(raw: bytes) -> bytes:
     return raw
 
 
+def _plain_spaces(raw: bytes) -> bytes:
+    # A no-break space (U+00A0, in UTF-8 C2 A0) where the program printed a space: a web page's rendering of a
+    # log (a forum post, a mail archive, a wiki) keeps the line but not always its spaces.
+    return raw.replace(b"\xc2\xa0", b" ") if b"\xc2\xa0" in raw else raw
+
+
 def _unescape_html(raw: bytes) -> bytes:
     if b"&" in raw and b";" in raw:
         return _HTML_ESCAPE.sub(lambda m: _HTML_PLAIN[m.group(1)], raw)
@@ -509,7 +515,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    visible = _unescape_html(_plain_quotes(_clean(sample)))
+    visible = _unescape_html(_plain_quotes(_plain_spaces(_clean(sample))))
     lines = visible.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
