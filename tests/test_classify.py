@@ -493,6 +493,18 @@ def test_a_paste_with_a_line_number_gutter_reads_as_printed(
         assert (v.failure_class, names(v.blamed_hosts)) == (fclass, blamed), text
 
 
+def test_a_logic_error_quoting_a_device_fault_is_a_crash(patterns: PatternSet) -> None:
+    """An uncaught std::logic_error is the program's own error, unless its message quotes a GPU kernel's fault (a
+    check that only noticed the device's illegal address): then the crash decides."""
+    head = "terminate called after throwing an instance of 'std::logic_error'\n  what():  dynamics.cpp:486: FAIL:\n"
+    own = verdict(head + "Program received signal SIGABRT: Process abort signal.\n", patterns)
+    fault = verdict(head + "cudaDeviceSynchronize() error( cudaErrorIllegalAddress): an illegal memory access was "
+                    "encountered Kokkos_Cuda_Instance.cpp:151\nProgram received signal SIGABRT: Process abort signal.\n",
+                    patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+    assert fault.failure_class is FailureClass.RANK_KILLED and fault.retryable
+
+
 def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
     """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
     one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'
@@ -566,9 +578,11 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     # a crash signal or a negative status in any tool's words; a pdsh-style prefix names where
     ("node07: worker process terminated with return code -11\n", FailureClass.RANK_KILLED, ["node07"]),
     ("child process pid 1234 killed by signal 7 (Bus error)\n", FailureClass.RANK_KILLED, []),
-    ("terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n",
+    ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  cannot open device\n",
      FailureClass.RANK_KILLED, []),
-    # a program's own exception named for a mistake in its code or input
+    # a program's own exception named for a mistake in its code or input (C++: std::logic_error and its kin)
+    ("terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check\n",
+     FailureClass.USER_ERROR, []),
     ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
      "mymodule.ConfigError: missing key 'lr'\n", FailureClass.USER_ERROR, []),
     ("PermissionError: [Errno 13] Permission denied: '/projects/shared/out.h5'\n", FailureClass.USER_ERROR, []),

@@ -418,7 +418,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         if ev.pattern in LAST_RESORT:
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and (
-                _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)):
+                _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
+                or _quotes_a_device_fault(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -456,6 +457,20 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
         return ev
     return next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
                  and ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES), ev)
+
+
+#: A C++ exception's terminate line, whose 'what():' message below may quote what the device reported.
+_TERMINATE_USER_ERRORS = frozenset({"generic.cxx_logic_error"})
+#: A GPU's report of a kernel's fault (an illegal address, a device-side assert): a crash, not a failed check.
+_DEVICE_FAULTS = frozenset({"nvidia.cuda_illegal_address", "nvidia.cuda_fault_terminate"})
+
+
+def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """An uncaught std::logic_error whose message quotes a GPU kernel's fault within the lines below it (Kokkos's
+    'FAIL:' then 'cudaDeviceSynchronize() error( cudaErrorIllegalAddress): an illegal memory access ...'): the check
+    that threw only noticed the device's fault, which decides, as a crash."""
+    return ev.pattern in _TERMINATE_USER_ERRORS and any(
+        e.pattern in _DEVICE_FAULTS and ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES for e in evidence)
 
 
 #: How far below a network error its quoted cause may stand (PyTorch: the error line, the library's reading of
