@@ -505,6 +505,28 @@ def test_a_logic_error_quoting_a_device_fault_is_a_crash(patterns: PatternSet) -
     assert fault.failure_class is FailureClass.RANK_KILLED and fault.retryable
 
 
+def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_rank_ended(patterns: PatternSet) -> None:
+    """srun -l's '581: ' prefix on a crash that names no host and srun's own line for task 581 ('frontier04993: task
+    581: Aborted'), even after the teardown of other tasks began, tie the crash to that host; a task's number that
+    does not match ties nothing. A hostless OOM on a one-host job is placed where srun says a task of it exited."""
+    crash = (" 581: Program received signal SIGABRT: Process abort signal.\n"
+             "srun: error: frontier00581: tasks 56-63: Terminated\n"
+             "srun: error: frontier04993: task {n}: Aborted (core dumped)\n")
+    tied = verdict(crash.format(n=581), patterns)
+    assert tied.failure_class is FailureClass.RANK_KILLED and names(tied.blamed_hosts) == ["frontier04993"]
+    assert not tied.node_fault
+    other = verdict(crash.format(n=580), patterns)
+    assert other.failure_class is FailureClass.RANK_KILLED and "frontier04993" not in names(other.blamed_hosts)
+    oom = verdict("GPUassert: hipErrorOutOfMemory src/neighbor_lists_gpu.cu 336\n"
+                  "srun: error: nid006914: task 3: Exited with exit code 1\n"
+                  "srun: error: nid006914: tasks 0-2,4-5: Terminated\n", patterns)
+    assert oom.failure_class is FailureClass.OOM and names(oom.blamed_hosts) == ["nid006914"] and not oom.exclude_hosts
+    two = verdict("GPUassert: hipErrorOutOfMemory src/neighbor_lists_gpu.cu 336\n"
+                  "srun: error: nid006914: task 3: Exited with exit code 1\n"
+                  "srun: error: nid006915: tasks 4-5: Terminated\n", patterns)
+    assert two.failure_class is FailureClass.OOM and two.blamed_hosts == ()
+
+
 def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
     """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
     one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'

@@ -784,12 +784,16 @@ def _signal_death(
     if everyone is not None:
         return _Decision(FailureClass.RANK_KILLED, (), f"{first.pattern} at line {first.line}; "
                          f"{everyone.replace('killed', 'crashed')}", nobody=True, crash=True)
-    if not hosted and (ran := _only_host(usable, prompt=False)):
+    # A rank's own line is placed by that rank's end only (another rank's exit line says nothing of it).
+    ranked = _RANK_PREFIX.match(first.text) is not None
+    tied = _rank_exit_host(first, usable) if not hosted and ranked else []
+    if not hosted and (ran := tied if ranked else _only_host(usable, prompt=False)):
         place = ran[0]
         assert place.host is not None
+        where = "where the launcher says that rank ended" if tied else "the one host the log names"
         return _Decision(FailureClass.RANK_KILLED, _blames(ran, QuarantineReason.SCRAPED),
                          f"a rank died of its own signal first ({first.pattern} at line {first.line}: "
-                         f"{first.text[:120]}) on {place.host.name}, the one host the log names ({place.pattern} at "
+                         f"{first.text[:120]}) on {place.host.name}, {where} ({place.pattern} at "
                          f"line {place.line}); a crash, not a node fault", crash=True)
     if not hosted:
         return _Decision(FailureClass.RANK_KILLED, (), f"a rank died of its own signal first ({first.pattern} at line "
@@ -866,23 +870,29 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     return _Decision(decision.failure_class, blamed, why)
 
 
-#: A root line a launcher prefixed with the global rank that printed it (PyTorch's '[rank7]: RuntimeError: ...').
-_RANK_PREFIX = re.compile(r"^\s*\[rank([0-9]+)\]:")
-#: Launcher lines that give a rank's host with its non-zero exit (PALS: 'host: rank 7 exited with code 1').
-_RANK_EXIT_LINES = frozenset({"pals.rank_exited", "pals.rank_exited_crash_code"})
+#: A line a launcher prefixed with the global rank that printed it (PyTorch's '[rank7]: RuntimeError: ...', srun -l's
+#: '  7: ', a colon and a space: a time of day's '12:34' is no rank).
+_RANK_PREFIX = re.compile(r"^\s*(?:\[rank([0-9]+)\]:|([0-9]+): )")
+#: Launcher lines that give a rank's host with its end (PALS: 'host: rank 7 exited with code 1'; srun: 'srun: error:
+#: host: task 7: Exited with exit code 1', 'host: task 7: Aborted (core dumped)').
+_RANK_EXIT_LINES = frozenset({
+    "pals.rank_exited", "pals.rank_exited_crash_code", "slurm.srun_tasks_exit_code", "slurm.srun_tasks_other_signal",
+})
 
 
 def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Evidence]:
-    """The host of the rank whose own line decided: a root line that names no host but is prefixed with its global
-    rank ('[rank7]: RuntimeError: level_zero ... OUT_OF_RESOURCES'), and the launcher's exit line for that same rank
-    ('x4610c4s3b0n0...: rank 7 exited with code 1'), which alone is only a mention (every rank exits non-zero after
-    an error raised everywhere). The same rank number in both ties the failure to where it ran; no match, no host."""
+    """The host of the rank whose own line decided: a line that names no host but is prefixed with its global
+    rank ('[rank7]: RuntimeError: level_zero ... OUT_OF_RESOURCES', srun -l's '581: Program received signal
+    SIGABRT'), and the launcher's line for that same rank's end ('x4610c4s3b0n0...: rank 7 exited with code 1',
+    'srun: error: frontier04993: task 581: Aborted (core dumped)'), which alone is only a mention or comes after the
+    teardown began. The same rank number in both ties the failure to where it ran; no match, no host."""
     prefix = _RANK_PREFIX.match(root.text)
     if prefix is None:
         return []
-    exited = re.compile(rf"\brank {prefix.group(1)} exited with code [1-9][0-9]*\b")
+    rank = prefix.group(1) or prefix.group(2)
+    ended = re.compile(rf"\b(?:rank {rank} exited with code [1-9][0-9]*\b|task {rank}: )")
     return [e for e in usable if e.pattern in _RANK_EXIT_LINES and e.host is not None and e.line > root.line
-            and exited.search(e.text)][:1]
+            and ended.search(e.text)][:1]
 
 
 #: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, the node of
@@ -890,7 +900,7 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
 #: step's first node).
 _RAN_ON_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
-    "generic.job_runs_on_host",
+    "generic.job_runs_on_host", "slurm.srun_tasks_exit_code",
 })
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
