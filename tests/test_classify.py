@@ -527,6 +527,18 @@ def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_r
     assert two.failure_class is FailureClass.OOM and two.blamed_hosts == ()
 
 
+@pytest.mark.parametrize("line, fclass", [
+    ("/var/spool/slurmd/job8489926/slurm_script: illegal option -- G", FailureClass.USER_ERROR),
+    ("ERROR: cannot read /scratch/network_model/node_weights.bin: bad magic number", FailureClass.USER_ERROR),
+    ("ERROR: cannot read weights: network file system not responding", FailureClass.UNKNOWN),
+])
+def test_words_in_a_path_do_not_make_an_error_line_the_infrastructures(
+        patterns: PatternSet, line: str, fclass: FailureClass) -> None:
+    """The last resort passes over an error line that speaks of the infrastructure, but a file path's words
+    ('slurmd', 'network', 'node' in where a script or an input lives) do not speak of it."""
+    assert verdict(line + "\n", patterns, rc=1).failure_class is fclass
+
+
 def test_signatures_mask_what_changes_between_runs(patterns: PatternSet) -> None:
     """Two runs of one bug: other ranks, hosts, addresses, paths; one signature. Another bug: another one."""
     one = verdict('[rank3]: Traceback (most recent call last):\n[rank3]: KeyError: \'label\' at 0x7f3a2c\n'

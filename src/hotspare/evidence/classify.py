@@ -951,9 +951,15 @@ def _first_error_line(evidence: tuple[Evidence, ...]) -> Evidence | None:
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
     ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
-    if ev is None or _INFRA_WORDS.search(ev.text):
+    if ev is None or _INFRA_WORDS.search(_PATHS.sub(" ", ev.text)):
         return None
     return ev
+
+
+#: A file path in an error line: where a program or its input lives, not what failed ('/var/spool/slurmd/job42/
+#: slurm_script: illegal option', 'cannot open /data/network/weights.bin'), so its words are not read as the
+#: infrastructure's; a device's or the kernel's files (/dev, /sys, /proc) are the machine's.
+_PATHS = re.compile(r"(?:~|\.{1,2})?/(?!(?:dev|sys|proc)/)[^\s:'\"`,;()]+")
 
 
 #: How far below a program's error line the abort it ends with may stand (stderr relayed through a shell).
