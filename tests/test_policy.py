@@ -168,6 +168,16 @@ def test_suspects_are_probed_before_anything_is_decided() -> None:
     assert after.action is Action.RETRY and after.swap_out == ()
 
 
+def test_where_an_unknown_failure_happened_is_probed_first_and_the_same_failure_then_stops() -> None:
+    """A worker that died with no cause shown names its host as a suspect: probed first with a control, never
+    swapped on the log's word; with every probed host answering, the same failure again stops (3)."""
+    v = replace(verdict(FailureClass.UNKNOWN), suspect_hosts=(H[1],), signature="worker died")
+    first = decide(v, POOL, History(), B)
+    assert first.action is Action.PROBE and first.probe == (H[1], H[0]) and first.swap_out == ()
+    again = decide(v, POOL, History(attempts=2, probed=True, answered=True, retried=("worker died", 1)), B)
+    assert again.action is Action.STOP and again.exit_code == EXIT_NO_RETRY
+
+
 def test_a_swap_onto_a_spare_starts_at_once_retries_back_off() -> None:
     """Backoff is for retries on the same hosts; a swap (whatever attempt it is) waits for nothing (issue 14)."""
     swap = decide(verdict(FailureClass.NODE_LOSS, (H[1],)), POOL, History(attempts=3), B)
