@@ -486,9 +486,11 @@ def test_a_failure_of_unknown_cause_names_its_host_as_a_suspect_never_blamed(pat
 ])
 def test_a_paste_with_a_line_number_gutter_reads_as_printed(
         patterns: PatternSet, log: str, fclass: FailureClass, blamed: list[str]) -> None:
-    """A log pasted from a viewer that numbers its lines ('  12  srun: error: ...'): the same verdict as the log."""
+    """A log pasted from a viewer that numbers its lines ('  12  srun: error: ...'), also a quoted reply's lines so
+    numbered ('  12  > srun: ...'): the same verdict as the log."""
     gutter = "".join(f"{n:4d}  {line}\n" for n, line in enumerate(log.splitlines(), start=120))
-    for text in (log, gutter):
+    quoted = "".join(f"{n:4d}  > {line}\n" for n, line in enumerate(log.splitlines(), start=120))
+    for text in (log, gutter, quoted):
         v = verdict(text, patterns)
         assert (v.failure_class, names(v.blamed_hosts)) == (fclass, blamed), text
 
