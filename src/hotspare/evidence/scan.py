@@ -498,7 +498,8 @@ def _plain_quotes(raw: bytes) -> bytes:
 def _plain_spaces(raw: bytes) -> bytes:
     # A no-break space (U+00A0, in UTF-8 C2 A0) where the program printed a space: a web page's rendering of a
     # log (a forum post, a mail archive, a wiki) keeps the line but not always its spaces.
-    return raw.replace(b"\xc2\xa0", b" ") if b"\xc2\xa0" in raw else raw
+    # Gate on the lone byte first: a one-byte search is memchr, many times faster than a two-byte one.
+    return raw.replace(b"\xc2\xa0", b" ") if b"\xa0" in raw and b"\xc2\xa0" in raw else raw
 
 
 def _unescape_html(raw: bytes) -> bytes:
