@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from hotspare.act.node_states import unhealthy
@@ -455,8 +455,14 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
     failed decides, not the collective that reported it."""
     if ev.failure_class is not FailureClass.NETWORK:
         return ev
-    return next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
-                 and ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES), ev)
+    return next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class is FailureClass.OOM), ev)
+
+
+def _quoted_below(
+    ev: Evidence, evidence: tuple[Evidence, ...], quotes: Callable[[Evidence], bool]
+) -> Iterator[Evidence]:
+    """The lines up to _QUOTED_CAUSE_LINES below ``ev`` that ``quotes`` accepts: what an error's message quoted."""
+    return (e for e in evidence if ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES and quotes(e))
 
 
 #: A C++ exception's terminate line, whose 'what():' message below may quote what the device reported.
@@ -470,7 +476,7 @@ def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     'FAIL:' then 'cudaDeviceSynchronize() error( cudaErrorIllegalAddress): an illegal memory access ...'): the check
     that threw only noticed the device's fault, which decides, as a crash."""
     return ev.pattern in _TERMINATE_USER_ERRORS and any(
-        e.pattern in _DEVICE_FAULTS and ev.line < e.line <= ev.line + _QUOTED_CAUSE_LINES for e in evidence)
+        _quoted_below(ev, evidence, lambda e: e.pattern in _DEVICE_FAULTS))
 
 
 #: How far below a network error its quoted cause may stand (PyTorch: the error line, the library's reading of
