@@ -533,6 +533,7 @@ def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_r
     ("/var/spool/slurmd/job8489926/slurm_script: illegal option -- G", FailureClass.USER_ERROR),
     ("ERROR: cannot read /scratch/network_model/node_weights.bin: bad magic number", FailureClass.USER_ERROR),
     ("ERROR: cannot read weights: network file system not responding", FailureClass.UNKNOWN),
+    ("Error: cannot write /sys/fs/cgroup/memory/job42/memory.limit_in_bytes: invalid argument", FailureClass.UNKNOWN),
 ])
 def test_words_in_a_path_do_not_make_an_error_line_the_infrastructures(
         patterns: PatternSet, line: str, fclass: FailureClass) -> None:

@@ -957,7 +957,7 @@ def _first_error_line(evidence: tuple[Evidence, ...]) -> Evidence | None:
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
     ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
-    if ev is None or _INFRA_WORDS.search(_PATHS.sub(" ", ev.text)):
+    if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, ev.text)):
         return None
     return ev
 
@@ -965,7 +965,11 @@ def _first_error_line(evidence: tuple[Evidence, ...]) -> Evidence | None:
 #: A file path in an error line: where a program or its input lives, not what failed ('/var/spool/slurmd/job42/
 #: slurm_script: illegal option', 'cannot open /data/network/weights.bin'), so its words are not read as the
 #: infrastructure's; a device's or the kernel's files (/dev, /sys, /proc) are the machine's.
-_PATHS = re.compile(r"(?:~|\.{1,2})?/(?!(?:dev|sys|proc)/)[^\s:'\"`,;()]+")
+_PATHS = re.compile(r"(?<![\w.~/-])(?:~|\.{1,2})?/[^\s:'\"`,;()]+")
+
+
+def _machine_paths_only(path: re.Match[str]) -> str:
+    return path.group() if path.group().startswith(("/dev/", "/sys/", "/proc/")) else " "
 
 
 #: How far below a program's error line the abort it ends with may stand (stderr relayed through a shell).
