@@ -507,6 +507,28 @@ def test_a_logic_error_quoting_a_device_fault_is_a_crash(patterns: PatternSet) -
     assert fault.failure_class is FailureClass.RANK_KILLED and fault.retryable
 
 
+def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
+    """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
+    quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it
+    did. Without a kill status the same words are the program's own stop, and a crash before them still decides."""
+    fatal = "upp : FATAL ERROR: Error occurred during execution of mpiexec -n 120 /work/upp.x\n"
+    killed = verdict(fatal + "wxflow.executable.ProcessError: Command exited with status 137:\n", patterns)
+    assert killed.failure_class is FailureClass.RANK_KILLED and killed.retryable
+    own = verdict(fatal + "wxflow.executable.ProcessError: Command exited with status 1:\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+
+
+def test_a_workflow_that_says_every_step_is_done_succeeded_unless_a_line_says_otherwise(patterns: PatternSet) -> None:
+    """Snakemake's 'N of N steps (100%) done' is its success; a time limit on the job that printed it decides first,
+    and a share below 100% is progress, not success."""
+    done = "Finished job 0.\n6 of 6 steps (100%) done\nComplete log: .snakemake/log/x.snakemake.log\n"
+    assert verdict(done, patterns).failure_class is FailureClass.SUCCESS
+    late = verdict(done + "slurmstepd: error: *** JOB 4242 ON exp-1-15 CANCELLED AT 2022-01-10T08:50:05 DUE TO TIME "
+                   "LIMIT ***\n", patterns)
+    assert late.failure_class is FailureClass.WALLTIME
+    assert verdict("Finished job 3.\n5 of 6 steps (83%) done\n", patterns).failure_class is FailureClass.UNKNOWN
+
+
 def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_rank_ended(patterns: PatternSet) -> None:
     """srun -l's '581: ' prefix on a crash that names no host and srun's own line for task 581 ('frontier04993: task
     581: Aborted'), even after the teardown of other tasks began, tie the crash to that host; a task's number that

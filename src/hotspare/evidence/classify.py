@@ -320,7 +320,7 @@ def _before_crash(
     crash = next((e.line for e in evidence if (_is_crash(e) and (teardown is None or e.line < teardown))
                   or e.pattern in _PROGRAM_EXITS or (
         e.role is Role.ROOT and e.failure_class is FailureClass.USER_ERROR and e.pattern not in LAST_RESORT
-        and not _setup_line(e) and not _passed_over(e, evidence))), None)
+        and not _setup_line(e) and not _passed_over(e, evidence) and not _killed_says_more(e, evidence))), None)
     if crash is None or any(e.line < crash for e in roots):
         return roots
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED]
@@ -419,7 +419,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
-                or _quotes_a_device_fault(ev, evidence)):
+                or _quotes_a_device_fault(ev, evidence) or _killed_says_more(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -488,7 +488,8 @@ _QUOTED_CAUSE_LINES = 4
 # 137 or -9: SIGKILL), a connection exception or MPICH's 'Connection reset by peer', which is as often a peer's
 # view of a rank that died first as a network fault, and a program's bare "FATAL ERROR:", which says it stopped
 # itself but not always why, a terminal's '^C' (the user stopped it, but maybe a job that had already failed), and
-# one task's own word that it completed (submitit's: its siblings may have failed).
+# one task's own word that it completed (submitit's: its siblings may have failed; Snakemake's 'N of N steps (100%)
+# done': the job that printed it may still have hit its time limit).
 # Any other line that decides comes first, and a crash line decides before them (see _signal_death: for a fatal
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
@@ -497,7 +498,7 @@ _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
-    "generic.terminal_interrupt", "submitit.job_completed", "spark.failed_to_connect",
+    "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
@@ -687,6 +688,17 @@ def _ran_on_until_stopped(ev: Evidence, evidence: tuple[Evidence, ...], progress
 
 def _logged_warning(ev: Evidence) -> bool:
     return _WARNING_LEVEL.search(ev.text) is not None
+
+
+# An exit status that says the process was killed from outside (137, -9): a program's or a wrapper's bare fatal
+# words beside it ('FATAL ERROR: Error occurred during execution of mpiexec ...', logged before the traceback that
+# quotes the status) say only that the step failed; the kill says how, wherever the two lines are.
+_KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status_sigkill"})
+
+
+def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is a summary's fatal words in a log whose exit status says the process was SIGKILLed."""
+    return ev.pattern == "generic.program_fatal_words" and any(e.pattern in _KILLED_STATUS for e in evidence)
 
 
 def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
