@@ -7,6 +7,7 @@
 | fails differently every attempt           | 3        | 3    | budget spent, every host answered a probe  |
 | a host is down, a spare is left           | 2        | 0    | the host swapped out for the spare         |
 | a host is down, no spare                  | 1        | 93   | node evidence and nothing to swap in       |
+| a worker "lost" on one host, same again   | 2        | 3    | that host probed first, answered: the code |
 
 Every run is a real supervisor over real processes (the ``local`` launcher simulates the hosts on this
 machine; a host in ``$HOTSPARE_LOCAL_FAULTS``'s ``down`` list is unreachable, as a dead node is).
@@ -84,3 +85,35 @@ def test_a_dead_host_with_no_spare_is_93(tmp_path: Path) -> None:
     rc, run, said = launch(tmp_path, "h[1-2]", 2, "print('step=1')", down=("h2",))
     assert rc == EXIT_RETRY_ELSEWHERE, said
     assert decisions(run)[-1][0] == "stop"
+
+
+# A failure of unknown cause that names where it happened (Parsl's WorkerLost, printed by the rank on the second
+# host with that host's name), the same every attempt.
+WORKER_LOST = ("import os, sys; print('step=1'); host = os.environ['HOTSPARE_HOST']; "
+               "os.environ['HOTSPARE_HOST_INDEX'] == '1' and sys.exit("
+               "'parsl.executors.high_throughput.errors.WorkerLost: Task failure due to loss of worker 0 on host '"
+               " + host)")
+
+
+def test_where_a_failure_of_unknown_cause_happened_is_probed_first_never_swapped(tmp_path: Path) -> None:
+    """The host an unknown failure names is a suspect: probed first, beside a control host nothing accuses, and
+    not swapped out on the log's word (a spare is free); every probe answers, so the same failure again is the
+    program's, exit 3, never 93."""
+    rc, run, said = launch(tmp_path, "h[1-3]", 2, WORKER_LOST)
+    assert rc == EXIT_NO_RETRY, said
+    got = decisions(run)
+    assert [a for a, _ in got] == ["retry", "stop"], got
+    assert "naming h2 only as a suspect (every host answered its probe)" in got[0][1]
+    assert "same failure on healthy hosts (attempts 1 and 2)" in got[1][1]
+    ledger = Ledger.open(run)
+    try:
+        probes = [(o.attempt, o.host, o.detail) for o in ledger.observations() if o.kind == "probe"]
+        hosts = [a.hosts for a in ledger.attempts()]
+    finally:
+        ledger.close()
+    first = [(h, d) for a, h, d in probes if a == 1]
+    assert [h for h, _ in first][:1] == ["h2"] and {h for h, _ in first} == {"h1", "h2"}, probes
+    assert any("(control)" in d for h, d in first if h == "h1"), probes
+    assert all("answered" in d for _, d in first), probes
+    assert all("h3" not in list(map(str, hs)) for hs in hosts), hosts  # the spare never used
+

@@ -262,12 +262,16 @@ def _unattributed(
     # Every failure that named no host, node faults included, spends the one UNKNOWN budget. Once it is spent:
     # with every host answering its probe there is no node evidence, so the job stops (3); when the probes could
     # not reach the hosts (every one silent, or the control too) this allocation is in doubt: resubmit (93).
+    # A host the log named only as a suspect (where a worker died of no cause shown) was probed like the rest: say
+    # so, rather than that no host was named.
+    unnamed = (f"{fclass.value} naming {', '.join(h.name for h in verdict.suspect_hosts)} only as a suspect"
+               if verdict.suspect_hosts else f"{fclass.value} with no host named")
     if history.answered:
-        label = f"{fclass.value} with no host named (every host answered its probe)"
+        label = f"{unnamed} (every host answered its probe)"
         return replace(_in_place(FailureClass.UNKNOWN, history, budgets, delay, label=label, spent=EXIT_NO_RETRY),
                        healthy=True)
     return _in_place(FailureClass.UNKNOWN, history, budgets, delay,
-                     label=f"{fclass.value} with no host named (the probes could not reach the hosts)")
+                     label=f"{unnamed} (the probes could not reach the hosts)")
 
 
 def _struck_out(pool: Pool, history: History, budgets: Budgets) -> Decision | None:
