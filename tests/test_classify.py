@@ -507,6 +507,17 @@ def test_a_logic_error_quoting_a_device_fault_is_a_crash(patterns: PatternSet) -
     assert fault.failure_class is FailureClass.RANK_KILLED and fault.retryable
 
 
+def test_an_oom_below_the_shells_killed_line_is_placed_where_the_job_ran(patterns: PatternSet) -> None:
+    """The job script's 'Killed' (the OOM killer's SIGKILL) comes first, LSF's TERM_MEMLIMIT report after it: the
+    out-of-memory is still placed on the one host the report says the job ran on (not a node fault)."""
+    log = ("/home/u/.lsbatch/1588194035.6410309.shell: line 12: 20069 Killed    python main.py\n"
+           "Job was executed on host(s) <n-62-23-28>, in queue <hpc>, as user <u> in cluster <dcc>\n"
+           "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\nExited with exit code 137.\n")
+    v = verdict(log, patterns, rc=137)
+    assert v.failure_class is FailureClass.OOM and names(v.blamed_hosts) == ["n-62-23-28"]
+    assert not v.node_fault and v.exclude_hosts == ()
+
+
 def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
     """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
     quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it

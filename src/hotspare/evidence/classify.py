@@ -871,9 +871,14 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     if (late and not starts and root is not None and root.failure_class is FailureClass.OOM and root.host is None
             and _ABORT.search(late[0].text)):
         starts = late[:1]
-    if not starts and root is not None and root.host is None and root.failure_class is FailureClass.OOM:
-        # A rank's own out-of-memory: where that rank ran; a line that names no rank: where the job ran.
-        starts = _rank_exit_host(root, usable) if _RANK_PREFIX.match(root.text) else _only_host(usable)
+    if not starts and decision.failure_class is FailureClass.OOM:
+        # A rank's own out-of-memory: where that rank ran; a line that names no rank: where the job ran. The OOM's
+        # line, not a shell's 'Killed' above it (the OOM killer's SIGKILL, rule 2: LSF's TERM_MEMLIMIT report
+        # after the job script's 'line 12: 20069 Killed').
+        oom = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
+                    and not _passed_over(e, evidence)), None)
+        if oom is not None and oom.host is None:
+            starts = _rank_exit_host(oom, usable) if _RANK_PREFIX.match(oom.text) else _only_host(usable)
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
