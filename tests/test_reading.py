@@ -62,6 +62,23 @@ def test_soft_wrapped_lines_are_rejoined(case: tuple[str, str], cut: int, patter
     assert Host(host) in got.blamed_hosts, got.reason
 
 
+@settings(max_examples=40, deadline=None)
+@given(case=st.sampled_from(NAMED), cut=st.integers(45, 70), pad=st.sampled_from(["", " ", "   ", "\t"]),
+       indent=st.sampled_from(["", "    ", "\t"]))
+def test_blanks_at_a_wrap_or_a_lines_end_read_as_printed(case: tuple[str, str], cut: int, pad: str, indent: str,
+                                                          patterns: PatternSet) -> None:
+    """A paste pads lines with blanks (a mail archive, a terminal copy) and indents a block (Markdown's four
+    spaces, a tab): a line wrapped at a space, its space kept or not, still reads whole, once."""
+    line, host = case
+    at = line.rfind(" ", 0, cut)
+    if len(line) <= cut or at < 40:
+        return
+    text = f"{indent}{line[:at]}{pad}\n{indent}{line[at + 1:]}{pad}\n"
+    got = verdict(text, patterns, rc=1)
+    assert Host(host) in got.blamed_hosts, (text, got.reason)
+    assert verdict(f"{indent}{line}{pad}\n", patterns, rc=1).blamed_hosts == got.blamed_hosts
+
+
 @settings(max_examples=60, deadline=None)
 @given(case=st.sampled_from(NAMED), prefix=st.lists(st.sampled_from(PREFIXES), min_size=1, max_size=2))
 def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[str], patterns: PatternSet) -> None:

@@ -407,14 +407,18 @@ class Scanner:
         for i, piece in enumerate(pieces[:-1]):
             if not MIN_SOFT_WRAP <= len(piece) <= widest:
                 continue
-            joined, joins = piece, list[int]()
+            joined, joins, last = piece, list[int](), len(piece)
             for nxt in pieces[i + 1 : i + MAX_WRAP_PIECES]:
-                last = len(joined) - (joins[-1] if joins else 0)
                 if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest:
                     break
-                sep = b"" if last in PASTE_WIDTHS or joined.endswith(b" ") or nxt.startswith(b" ") else b" "
+                # Blanks at the cut (a wrap at a space the renderer kept, a paste's padding, an indented block's
+                # indent on the next piece) stand for the one space of the line as printed.
+                bare, rest = joined.rstrip(b" \t"), nxt.lstrip(b" \t")
+                blanks = len(bare) < len(joined) or len(rest) < len(nxt)
+                joined = bare
+                sep = b" " if blanks or last not in PASTE_WIDTHS else b""
                 joins.append(len(joined) + len(sep))
-                joined = joined + sep + nxt
+                joined, last = joined + sep + rest, len(nxt)  # the piece's width as the renderer cut it
                 if len(nxt) < MIN_SOFT_WRAP:
                     break
             if not joins:

@@ -71,6 +71,10 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: 16:53:14.480000 391100 file.cc:737]`` (severity, month and day, time to the microsecond, thread or process id,
 #: source file and line) is the same prefix in PyTorch's own logs (torch/_logging TorchLogsFormatter), which carry a
 #: failed rank's traceback one line at a time behind it.
+#: What may stand after a ``$``-anchored pattern's text: the spaces and tabs a paste, an editor or a fixed-width
+#: report leaves at the end of a line (a mail archive pads, a terminal copy keeps the row's width).
+LINE_SUFFIX = r"[ \t]*$"
+
 LINE_PREFIX = (
     r"[ \t]*(?:>[ \t]*){0,2}(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
@@ -363,7 +367,8 @@ def _unanchored(regex: str) -> str:
 def with_prefixes(regex: str) -> str:
     r"""``regex`` as matched: each ``^`` that anchors (not escaped, not in a class) allows the common line prefixes
     after it, wherever it stands: ``(?:^|\s)word`` and ``one|^two`` read ``[1,0]<stderr>:two`` as a leading ``^``
-    does. A leading ``^`` keeps its meaning of old: it anchors every top-level choice after it."""
+    does. A leading ``^`` keeps its meaning of old: it anchors every top-level choice after it. Each ``$`` allows
+    the blanks a paste leaves at a line's end (:data:`LINE_SUFFIX`)."""
     if regex.startswith("^"):
         return f"^{LINE_PREFIX}(?:{_prefix_anchors(regex[1:])})"
     return _prefix_anchors(regex)
@@ -393,6 +398,10 @@ def _prefix_anchors(regex: str) -> str:
             continue
         elif char == "^":
             out.append(f"^{LINE_PREFIX}")
+            i += 1
+            continue
+        elif char == "$":
+            out.append(LINE_SUFFIX)
             i += 1
             continue
         out.append(char)
