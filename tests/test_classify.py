@@ -518,6 +518,30 @@ def test_an_oom_below_the_shells_killed_line_is_placed_where_the_job_ran(pattern
     assert not v.node_fault and v.exclude_hosts == ()
 
 
+@pytest.mark.parametrize("log, fclass, blamed", [
+    ("/opt/sge/default/spool/node04/job_scripts/505084: line 40: 31368 Illegal instruction     (core dumped)\n",
+     FailureClass.RANK_KILLED, ["node04"]),
+    ("Reading in tax DB...terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+     "/opt/gridengine/default/spool/cngb-compute-m17-2/job_scripts/279579: line 6: 58994 Aborted.\n",
+     FailureClass.OOM, ["cngb-compute-m17-2"]),
+    ("[0]PETSC ERROR: Out of memory. This could be due to allocating\n[0]PETSC ERROR: Memory requested 184467\n"
+     "[0]PETSC ERROR: ./ex1 on a arch-linux-c-debug named n001 by alice Mon Jan  1 00:00:00 2024\n",
+     FailureClass.OOM, ["n001"]),
+    ("[0]PETSC ERROR: Argument out of range\n"
+     "[0]PETSC ERROR: ./ex1 on a arch-linux-c-debug named n001 by alice Mon Jan  1 00:00:00 2024\n",
+     FailureClass.USER_ERROR, []),
+    ("/home/alice/run/job_scripts/42: line 3: 7 Segmentation fault\n", FailureClass.RANK_KILLED, []),
+], ids=["sge-spool-crash", "sge-spool-oom", "petsc-oom", "petsc-usage", "no-spool"])
+def test_where_the_job_ran_places_a_hostless_crash_or_oom(patterns: PatternSet, log: str, fclass: FailureClass,
+                                                          blamed: list[str]) -> None:
+    """Grid Engine's spool path of the job script (<spool>/<host>/job_scripts/<id>) and PETSc's report header
+    ('... named <host> by ...') say where the job ran: a crash or an out-of-memory that names no host is placed
+    there (not a node fault); a usage error blames nobody, and a path outside a spool names no host."""
+    v = verdict(log, patterns)
+    assert v.failure_class is fclass and names(v.blamed_hosts) == blamed, v.reason
+    assert not v.node_fault and v.exclude_hosts == ()
+
+
 def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
     """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
     quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it
