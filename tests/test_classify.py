@@ -542,6 +542,16 @@ def test_where_the_job_ran_places_a_hostless_crash_or_oom(patterns: PatternSet, 
     assert not v.node_fault and v.exclude_hosts == ()
 
 
+def test_a_node_prefix_after_a_loggers_timestamp_names_the_host(patterns: PatternSet) -> None:
+    """bcbio-nextgen logs what each node runs as '[2021-03-04T23:32Z] ica3: ...': the host is read behind the
+    timestamp as behind pdsh's bare 'ica3: ' prefix; a word that is no node's name (no digit) still names nobody."""
+    kill = "/usr/bin/bash: line 1: 50859 Killed                  /opt/bin/freebayes -f ref.fa\n"
+    v = verdict("[2021-03-04T20:42Z] ica2: Genotyping with FreeBayes\n[2021-03-04T23:32Z] ica3: " + kill, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["ica3"], v.reason
+    v = verdict("[2021-03-04T23:32Z] freebayes: " + kill, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and v.blamed_hosts == (), v.reason
+
+
 def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
     """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
     quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it

@@ -48,7 +48,9 @@ def takes_prefix(pattern: Pattern) -> bool:
 
 # pdsh, clush, DeepSpeed's multi-node runner and `parallel --tag` put "host: " before every line a node prints;
 # HPE Cray PALS's mpiexec with --label "host rank: ".
-_PREFIX = re.compile(rb"[ \t]{0,4}([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9])(?: [0-9]{1,7})?: ")
+# After a logger's bracketed timestamp too: bcbio-nextgen logs each line a node runs as "[2021-03-04T23:32Z] ica3: ...".
+_PREFIX = re.compile(rb"[ \t]{0,4}(?:\[[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]{2,15}Z?\] )?"
+                     rb"([A-Za-z0-9][A-Za-z0-9._-]{0,253}[A-Za-z0-9])(?: [0-9]{1,7})?: ")
 _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 # Ray puts "(name pid=N, ip=A.B.C.D) " (or "(raylet, ip=...)") before every line a worker or raylet relays to the
 # driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs). It colours the
