@@ -496,6 +496,7 @@ _QUOTED_CAUSE_LINES = 4
 # program reports it.
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
+    "generic.tool_killed_signal_words",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
@@ -693,7 +694,8 @@ def _logged_warning(ev: Evidence) -> bool:
 # An exit status that says the process was killed from outside (137, -9): a program's or a wrapper's bare fatal
 # words beside it ('FATAL ERROR: Error occurred during execution of mpiexec ...', logged before the traceback that
 # quotes the status) say only that the step failed; the kill says how, wherever the two lines are.
-_KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status_sigkill"})
+_KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status_sigkill",
+                            "generic.tool_killed_signal_words"})
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
