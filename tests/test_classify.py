@@ -552,6 +552,19 @@ def test_a_node_prefix_after_a_loggers_timestamp_names_the_host(patterns: Patter
     assert v.failure_class is FailureClass.RANK_KILLED and v.blamed_hosts == (), v.reason
 
 
+def test_an_exception_raised_inside_a_signal_handler_is_the_signals(patterns: PatternSet) -> None:
+    """DeepSpeed's runner raises NameError in its sigkill_handler when a Ctrl-C arrives: the interrupt decides
+    (cancelled, not retried); the same NameError raised in the program's own code is its mistake."""
+    def log(frame: str) -> str:
+        return ("Traceback (most recent call last):\n"
+                f'  File "/venv/lib/python3.10/site-packages/deepspeed/launcher/runner.py", line 548, in {frame}\n'
+                "    result_kill = subprocess.Popen(kill_cmd, env=env)\n"
+                "NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope\n"
+                "    time.sleep(1e-3)\nKeyboardInterrupt\n")
+    assert verdict(log("sigkill_handler"), patterns).failure_class is FailureClass.CANCELLED
+    assert verdict(log("main"), patterns).failure_class is FailureClass.USER_ERROR
+
+
 def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
     """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
     quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it

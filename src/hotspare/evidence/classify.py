@@ -538,13 +538,21 @@ _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
 
 def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
-    """Whether the run went on after the error ``ev``: a library caught it and logged it as a warning or said it
+    """Whether the run went on after the error ``ev`` (or it is not the run's own: raised in a signal handler): a
+    library caught it and logged it as a warning or said it
     went on ("ModuleNotFoundError: No module named 'flash_attn'; falling back to eager attention": _GOES_ON), or
     Python printed it and ignored it, or a client warned of a network error it retried or outlived (see
     :func:`_network_warning`)."""
     return ((ev.failure_class is FailureClass.USER_ERROR
-             and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None))
+             and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
             or _network_warning(ev) or _ignored(ev, evidence))
+
+
+def _in_signal_handler(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the exception ``ev`` was raised inside a signal handler (its traceback's last frame, the frame line
+    then its source line): the handler ran because a Ctrl-C or a SIGTERM arrived, which is the cause (DeepSpeed's
+    runner raising NameError in sigkill_handler on a Ctrl-C); what the log says of that signal decides."""
+    return any(e.pattern == "python.signal_handler_frame" and 0 < ev.line - e.line <= 2 for e in evidence)
 
 
 # An error line that says what the program does instead ("...; falling back to eager attention", "skipping
