@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -302,3 +303,18 @@ def test_an_optional_leading_host_group_still_captures_behind_the_line_prefix() 
 ])
 def test_every_anchor_allows_the_line_prefixes(regex: str, expected: str) -> None:
     assert with_prefixes(regex).replace(LINE_PREFIX, "P") == expected
+
+
+@pytest.mark.parametrize(("regex", "line"), [
+    ("exited with status 1\\s*$", "exited with status 1"),
+    ("cannot find -lpmi\\s+$", "cannot find -lpmi  "),
+    ("^done\\s*$", "done\t"),
+])
+def test_blanks_before_a_lines_end_stay_on_that_line(regex: str, line: str) -> None:
+    # A block engine matches over many lines at once: "\s*$" there ran on across the line break, so the match
+    # (and a capture after it) ended a line later than the line engine's, which reads one line at a time.
+    matched = with_prefixes(regex)
+    assert re.search(matched, line) is not None
+    block = f"{line}\n\nnext line\n"
+    found = re.search(matched, block, re.MULTILINE)
+    assert found is not None and "\n" not in found.group(0), (matched, found)

@@ -401,6 +401,10 @@ def _prefix_anchors(regex: str) -> str:
             i += 1
             continue
         elif char == "$":
+            # Blanks before the end ("\s*$", "\s+$") are the line's own. In a buffer of many lines (the block
+            # engines of hotspare.evidence.scan) a \s runs on across the line break and ends the match lines later.
+            if out[-2:] in (["\\s", "*"], ["\\s", "+"]):
+                out[-2:] = ["[ \\t]+"] if out[-1] == "+" else []
             out.append(LINE_SUFFIX)
             i += 1
             continue
