@@ -751,12 +751,21 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
     the run, unless an infrastructure line in the log explains it. Network trouble explains it only when it came
     first: after the error it is the peers' view of the rank that left."""
     infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
-                  and (e.host_means is not HostMeaning.SUSPECT)), None)
+                  and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)), None)
     if infra is not None and infra.failure_class is not None:
         return _Decision(infra.failure_class, (), f"{infra.pattern} at line {infra.line} explains {ev.pattern} at "
                          f"line {ev.line}: {infra.text[:120]}")
     when = " after progress" if progress is not None and progress.first_line < ev.line else ""
     return _Decision(FailureClass.USER_ERROR, (), f"{ev.pattern} at line {ev.line}{when}: {ev.text[:120]}")
+
+
+def _lost_contact_after(infra: Evidence, ev: Evidence) -> bool:
+    """A launcher's report that it lost a node's daemon, after the program's own error, that names no dead node
+    (ORTE's 'lost communication with its daemon located on node:', whose host row is only a suspect): the daemon
+    that could not load (a loader's relocation error) is gone before it calls back, so the lost contact is the
+    consequence of the error, not a node fault that explains it."""
+    return (infra.failure_class is FailureClass.NODE_LOSS and infra.line > ev.line
+            and (infra.host is None or infra.host_means not in _ORIGIN_MEANINGS))
 
 
 def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
