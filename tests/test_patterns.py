@@ -66,6 +66,30 @@ def test_check_pack_reports_a_wrong_example() -> None:
     assert len(problems) == 1 and "c043" in problems[0]
 
 
+def test_check_pack_reports_a_pattern_the_fast_engine_misses_far_into_a_line() -> None:
+    """A site's rule whose relaxed literal is long enough that Hyperscan misses it once its match begins some 20 bytes
+    into a line (found in blind round heldout89): the example at the line's start passes, so the checker also reads
+    it behind other text and says so, rather than the rule matching in tests and not in a user's log."""
+    from hotspare.evidence import multi
+    assert multi.hyperscan is not None, multi.engine_note()  # a dependency here (pyproject), never skipped
+    pack = textwrap.dedent("""
+        [pack]
+        name = "lightning"
+        doc = "t"
+        [[pattern]]
+        name = "srun_variables"
+        regex = "` in your SLURM bash script, but this variable is not supported"
+        class = "user_error"
+        role = "root"
+        doc = "t"
+        examples = ["` in your SLURM bash script, but this variable is not supported."]
+        """)
+    problems, _ = check_pack(load_pack_text(pack, "test"))
+    assert len(problems) == 1 and "bytes into a line" in problems[0], problems
+    shorter = pack.replace("` in your SLURM", " in your SLURM").replace("is not supported", "is not")
+    assert check_pack(load_pack_text(shorter, "test"))[0] == []
+
+
 def test_site_pack_from_directory_and_env(tmp_path: Path) -> None:
     """A site pack in a directory loads via the argument and via $HOTSPARE_PATTERNS."""
     (tmp_path / "site.toml").write_text(SITE_PACK)
