@@ -1152,3 +1152,24 @@ def test_a_programs_error_then_its_own_abort_is_the_programs_stop(
     """A program that prints its own error and then calls abort() stopped itself: its error decides, and the
     SIGABRT (the shell's 'Aborted', exit 134) is how it stopped, not a crash."""
     assert verdict(text, patterns, rc=rc).failure_class is expected
+
+
+@pytest.mark.parametrize(("first", "then", "want"), [
+    # an engine's bkill of the siblings of a job that hit its run limit: the limit decides
+    ("Job <1204> is being terminated", "TERM_RUNLIMIT: job killed after reaching LSF run time limit.",
+     FailureClass.WALLTIME),
+    # Ray Tune's stop handler also takes a site's SIGUSR1 before a time limit: the limit decides
+    ("Stop signal received (e.g. via SIGINT/Ctrl+C), ending Ray Tune run.",
+     "slurmstepd: error: *** JOB 77 ON n3 CANCELLED AT 2024-01-02T03:04:05 DUE TO TIME LIMIT ***", FailureClass.WALLTIME),
+    # Airflow marks the task a success; an out-of-memory kill after it still decides
+    ("[2023-01-02 10:00:00] {taskinstance.py:1400} INFO - Marking task as SUCCESS. dag_id=etl, task_id=load",
+     "slurmstepd: error: Detected 1 oom_kill event in StepId=5.batch. Some of the step tasks have been OOM Killed.",
+     FailureClass.OOM),
+])
+def test_a_stop_or_success_someone_else_reported_yields_to_a_line_that_says_why(
+        first: str, then: str, want: FailureClass, patterns: PatternSet) -> None:
+    """bkill's acknowledgement, Ray Tune's stop signal and Airflow's 'Marking task as SUCCESS' sum a run up: any
+    other line that says why decides first, wherever it stands; alone, they decide."""
+    assert verdict(f"{first}\n{then}\n", patterns).failure_class is want
+    alone = verdict(f"{first}\n", patterns).failure_class
+    assert alone is not want and alone is not FailureClass.UNKNOWN
