@@ -336,7 +336,9 @@ _SUMMARY_CRASHES = frozenset({"hydra.exit_string_crash"})
 # A launcher's word that a task ended by itself with a non-zero code (not a signal): the program gave up, and the
 # SIGKILLs the launcher sends the other tasks after it (srun --kill-on-bad-exit) are the teardown. Under load the
 # launcher's lines can come before the program's own traceback is relayed.
-_PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code", "local.host_exit_code"})  # non-zero codes only
+# Horovod's "The first process to do so was: ... Exit code: N" (N < 128) says the same of the first worker to end.
+_PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code", "local.host_exit_code",
+                            "horovod.first_exit_code"})  # non-zero codes only
 
 
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
