@@ -13,6 +13,7 @@ import pytest
 
 from conftest import run_cli
 from hotspare import PatternError, PatternSet, Role, load_patterns, scan
+from hotspare.evidence import multi
 from hotspare.evidence.patterns import LINE_PREFIX, load_pack_text, with_prefixes
 from hotspare.evidence.patterns.check import check_pack
 from hotspare.evidence.patterns.literals import required_literals
@@ -70,7 +71,6 @@ def test_check_pack_reports_a_pattern_the_fast_engine_misses_far_into_a_line() -
     """A site's rule whose relaxed literal is long enough that Hyperscan misses it once its match begins some 20 bytes
     into a line (found in blind round heldout89): the example at the line's start passes, so the checker also reads
     it behind other text and says so, rather than the rule matching in tests and not in a user's log."""
-    from hotspare.evidence import multi
     assert multi.hyperscan is not None, multi.engine_note()  # a dependency here (pyproject), never skipped
     pack = textwrap.dedent("""
         [pack]
