@@ -1173,3 +1173,23 @@ def test_a_stop_or_success_someone_else_reported_yields_to_a_line_that_says_why(
     assert verdict(f"{first}\n{then}\n", patterns).failure_class is want
     alone = verdict(f"{first}\n", patterns).failure_class
     assert alone is not want and alone is not FailureClass.UNKNOWN
+
+
+@pytest.mark.parametrize("words", [
+    "ERROR: memory allocation failed in solver setup",
+    "Error: unable to allocate 1073741824 bytes",
+    "malloc failed",
+    "Insufficient memory to allocate workspace",
+])
+def test_an_allocation_refused_in_plain_words_is_an_out_of_memory_unless_a_line_says_more(
+        words: str, patterns: PatternSet) -> None:
+    """Programs with no out-of-memory message of their own say an allocation was refused ('memory allocation failed',
+    'unable to allocate N bytes'): alone, an out-of-memory (not the last resort's user error), and it explains a
+    crash after it (the pointer the failed allocation returned); a summary, so a node's loss or a time limit in the
+    same log decides first."""
+    alone = verdict(words + "\n", patterns)
+    assert alone.failure_class is FailureClass.OOM and alone.blamed_hosts == (), alone.reason
+    crashed = verdict(words + "\nsrun: error: n3: task 0: Segmentation fault (core dumped)\n", patterns)
+    assert crashed.failure_class is FailureClass.OOM, crashed.reason
+    lost = verdict(words + "\nsrun: error: Node failure on n3\n", patterns)
+    assert lost.failure_class is FailureClass.NODE_LOSS and names(lost.blamed_hosts) == ["n3"], lost.reason

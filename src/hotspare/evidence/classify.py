@@ -503,7 +503,8 @@ _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "generic.tool_killed_signal_words",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
-    "generic.connection_words", "generic.out_of_memory_words", "hydra.nem_tcp_reset_by_peer",
+    "generic.connection_words", "generic.out_of_memory_words", "generic.allocation_failed_words",
+    "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
 })
