@@ -1193,3 +1193,18 @@ def test_an_allocation_refused_in_plain_words_is_an_out_of_memory_unless_a_line_
     assert crashed.failure_class is FailureClass.OOM, crashed.reason
     lost = verdict(words + "\nsrun: error: Node failure on n3\n", patterns)
     assert lost.failure_class is FailureClass.NODE_LOSS and names(lost.blamed_hosts) == ["n3"], lost.reason
+
+
+@pytest.mark.parametrize(("line", "alone"), [
+    ("WARNING: insufficient memory for the cache, using the disk instead", "insufficient memory for the cache"),
+    ("malloc failed for the staging buffer; falling back to mmap", "malloc failed for the staging buffer"),
+    ("Warning: out of memory for the texture cache, it is skipped", "out of memory for the texture cache"),
+])
+def test_memory_words_on_a_line_the_program_went_on_after_are_not_why_it_ended(
+        line: str, alone: str, patterns: PatternSet) -> None:
+    """A warning or a fallback in a program's own memory words: the run went on, so an exit 1 after it is of a cause
+    the log does not show (retried), not an out-of-memory (not retried). The same words bare still are one."""
+    went_on = verdict(line + "\nstep 100 done\n", patterns, rc=1)
+    assert went_on.failure_class is FailureClass.UNKNOWN and went_on.retryable, went_on.reason
+    stopped = verdict(alone + "\n", patterns, rc=1)
+    assert stopped.failure_class is FailureClass.OOM, stopped.reason

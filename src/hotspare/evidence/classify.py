@@ -551,7 +551,19 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     :func:`_network_warning`)."""
     return ((ev.failure_class is FailureClass.USER_ERROR
              and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
-            or _network_warning(ev) or _ignored(ev, evidence))
+            or _network_warning(ev) or _ignored(ev, evidence) or _memory_warning(ev))
+
+
+#: Out of memory in any program's words: such a line may be a warning the program went on after.
+_MEMORY_WORDS = frozenset({"generic.out_of_memory_words", "generic.allocation_failed_words"})
+_WARNS = re.compile(r"(?i)\bwarn(?:ing)?\b")
+
+
+def _memory_warning(ev: Evidence) -> bool:
+    """A program's words for memory it could not get, on a warning line or one that says what it did instead
+    ('WARNING: insufficient memory for the cache, using the disk instead', 'malloc failed; falling back to mmap'):
+    it went on, so the line is not why the run ended."""
+    return ev.pattern in _MEMORY_WORDS and (_WARNS.search(ev.text) is not None or _WENT_ON.search(ev.text) is not None)
 
 
 def _in_signal_handler(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
