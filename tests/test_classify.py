@@ -587,6 +587,17 @@ def test_a_workflow_that_says_every_step_is_done_succeeded_unless_a_line_says_ot
     assert verdict("Finished job 3.\n5 of 6 steps (83%) done\n", patterns).failure_class is FailureClass.UNKNOWN
 
 
+def test_nextflows_run_summary_succeeded_unless_it_counts_a_failed_task(patterns: PatternSet) -> None:
+    """Nextflow's end-of-run summary always prints 'Succeeded   : N'; 'Failed      : N' below it (printed only when
+    not zero) decides before it, and a line that says why a task failed decides before both (heldout95)."""
+    summary = "Completed at: 31-Jan-2025 15:39:38\nDuration    : 1m 41s\nCPU hours   : 0.1\nSucceeded   : 9\n"
+    assert verdict(summary, patterns).failure_class is FailureClass.SUCCESS
+    failed = verdict(summary + "Failed      : 1\n", patterns)
+    assert failed.failure_class is FailureClass.UNKNOWN and failed.retryable
+    timed = verdict("  Process exceeded running time limit (1h)\n" + summary + "Failed      : 1\n", patterns)
+    assert timed.failure_class is FailureClass.WALLTIME
+
+
 def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_rank_ended(patterns: PatternSet) -> None:
     """srun -l's '581: ' prefix on a crash that names no host and srun's own line for task 581 ('frontier04993: task
     581: Aborted'), even after the teardown of other tasks began, tie the crash to that host; a task's number that

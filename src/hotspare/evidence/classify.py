@@ -407,7 +407,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     oom = any(e.role is Role.ROOT and e.failure_class is FailureClass.OOM for e in evidence)
     # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
     # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.
-    ordered = sorted(evidence, key=lambda e: e.pattern in _STATUS_ONLY)  # stable
+    # Among the summaries, one that says the run succeeded comes last: Nextflow's 'Failed      : 1' below its
+    # 'Succeeded   : 9' decides.
+    ordered = sorted(evidence, key=lambda e: (e.pattern in _STATUS_ONLY,
+                                              e.pattern in _STATUS_ONLY and e.failure_class is FailureClass.SUCCESS))
+    # stable
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
@@ -507,6 +511,7 @@ _STATUS_ONLY = frozenset({
     "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
+    "nextflow.run_summary_succeeded", "nextflow.run_summary_failed",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
