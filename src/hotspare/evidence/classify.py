@@ -408,10 +408,9 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     # An exit status read from a line is the run's summary: any line that says why decides before it, wherever
     # it is (kubectl's "command terminated with exit code 137" above ORTE's lost daemon); alone, it decides.
     # Among the summaries, one that says the run succeeded comes last: Nextflow's 'Failed      : 1' below its
-    # 'Succeeded   : 9' decides.
+    # 'Succeeded   : 9' decides. (sorted is stable: the log's order otherwise.)
     ordered = sorted(evidence, key=lambda e: (e.pattern in _STATUS_ONLY,
                                               e.pattern in _STATUS_ONLY and e.failure_class is FailureClass.SUCCESS))
-    # stable
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
