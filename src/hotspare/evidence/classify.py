@@ -657,7 +657,8 @@ _CRASH_EXPLAINS = frozenset({
 # device or node failure is reported in), is a launcher's or a scheduler client's own line ("srun: error: Unable
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
 # why; also in one word, as TorchElastic's "Error msg: Process failed with exitcode 1" and many supervisors'
-# "failed with exitCode=N" write it). Programs no pack knows word those failures the same way ("Error: failed to
+# "failed with exitCode=N" write it, and Python's subprocess attribute as SkyPilot's "Failed workers: (pid=N,
+# returncode=1)" does). Programs no pack knows word those failures the same way ("Error: failed to
 # connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish. An end of file
 # read where more was due is a peer gone (Julia's "ERROR (unhandled task failure): EOFError: read end of file" after
 # "Worker 2 terminated.", stdlib Distributed), so it reads as infrastructure too.
@@ -669,7 +670,7 @@ _INFRA_WORDS = re.compile(
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
     r"\bdns\b|end of file|\beof(?:error)?\b|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
-    r"return(?:ed)? code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
+    r"return(?:ed)? ?code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
     r"job step|job ?id")
 
