@@ -1219,3 +1219,16 @@ def test_memory_words_on_a_line_the_program_went_on_after_are_not_why_it_ended(
     assert went_on.failure_class is FailureClass.UNKNOWN and went_on.retryable, went_on.reason
     stopped = verdict(alone + "\n", patterns, rc=1)
     assert stopped.failure_class is FailureClass.OOM, stopped.reason
+
+
+def test_a_build_that_lacks_what_the_job_asks_is_the_users_unless_the_program_went_on(patterns: PatternSet) -> None:
+    """'GPU support was not enabled at build time but GPU execution was requested', 'h5py was built without MPI
+    support': the same on every node, the user's build (not retried). A warning in the same words that says what the
+    program did instead is not why it ended."""
+    for line in ("Error: GPU support was not enabled at build time but GPU execution was requested.",
+                 "RuntimeError: h5py was built without MPI support, can't use mpio driver"):
+        v = verdict(line + "\nx3001c0s19b1n0.hsn.cm.polaris.alcf.anl.gov: rank 0 exited with code 42\n", patterns)
+        assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and v.blamed_hosts == (), v.reason
+    went_on = verdict("WARNING: this binary was not compiled with CUDA support, running on the CPU instead\n",
+                      patterns, rc=1)
+    assert went_on.failure_class is FailureClass.UNKNOWN, went_on.reason

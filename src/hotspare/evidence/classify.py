@@ -507,7 +507,7 @@ _STATUS_ONLY = frozenset({
     "generic.tool_killed_signal_words",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "generic.allocation_failed_words",
-    "hydra.nem_tcp_reset_by_peer",
+    "generic.build_lacks_support", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed",
@@ -558,16 +558,19 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
             or _network_warning(ev) or _ignored(ev, evidence) or _memory_warning(ev))
 
 
-#: Out of memory in any program's words: such a line may be a warning the program went on after.
-_MEMORY_WORDS = frozenset({"generic.out_of_memory_words", "generic.allocation_failed_words"})
+#: Words any program may print (memory it could not get, a build that lacks a feature): such a line may be a
+#: warning the program went on after.
+_WARNABLE_WORDS = frozenset({"generic.out_of_memory_words", "generic.allocation_failed_words",
+                             "generic.build_lacks_support"})
 _WARNS = re.compile(r"(?i)\bwarn(?:ing)?\b")
 
 
 def _memory_warning(ev: Evidence) -> bool:
-    """A program's words for memory it could not get, on a warning line or one that says what it did instead
-    ('WARNING: insufficient memory for the cache, using the disk instead', 'malloc failed; falling back to mmap'):
-    it went on, so the line is not why the run ended."""
-    return ev.pattern in _MEMORY_WORDS and (_WARNS.search(ev.text) is not None or _WENT_ON.search(ev.text) is not None)
+    """A program's words for memory it could not get or a feature its build lacks, on a warning line or one that
+    says what it did instead ('WARNING: insufficient memory for the cache, using the disk instead', 'not compiled
+    with CUDA; falling back to the CPU'): it went on, so the line is not why the run ended."""
+    return ev.pattern in _WARNABLE_WORDS and (_WARNS.search(ev.text) is not None
+                                              or _WENT_ON.search(ev.text) is not None)
 
 
 def _in_signal_handler(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
