@@ -1232,3 +1232,18 @@ def test_a_build_that_lacks_what_the_job_asks_is_the_users_unless_the_program_we
     went_on = verdict("WARNING: this binary was not compiled with CUDA support, running on the CPU instead\n",
                       patterns, rc=1)
     assert went_on.failure_class is FailureClass.UNKNOWN, went_on.reason
+
+
+def test_open_mpis_missing_executable_is_the_users_and_blames_no_node(patterns: PatternSet) -> None:
+    """Open MPI's block after a wrong path or a binary left on one node ('mpirun was unable to launch the specified
+    application as it could not access / or execute an executable:', then 'Node: box0101'): the program's own stop,
+    and the node it names only reports it."""
+    log = ("--------------------------------------------------------------------------\n"
+           "mpirun was unable to launch the specified application as it could not access\n"
+           "or execute an executable:\n\nExecutable: ./a.out\nNode: box0101\n\n"
+           "while attempting to start process rank 17.\n"
+           "--------------------------------------------------------------------------\n"
+           "17 total processes failed to start\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable, v.reason
+    assert v.blamed_hosts == () and v.exclude_hosts == (), v.reason
