@@ -1033,3 +1033,47 @@ def test_a_cancel_that_never_returns_is_killed_and_forced(monkeypatch: pytest.Mo
         asyncio.run(Forced._close_job("10.head", "false"))  # one that fails (the job gone): said, not forced
     assert [r.getMessage() for r in caplog.records[2:]] == [
         "hotspare: false 10.head exited 1 (the job may have ended already)"]
+
+
+def test_a_half_started_standby_that_takes_a_place_has_its_connected_worker_woken(tmp_path: Path) -> None:
+    """A standby of a job of two worker processes takes the lost job's place when only one of its workers is in (on a
+    slow machine the second registers later): that worker, paused as a spare while it waited, is running once the
+    standby is the job (it stayed paused, and the cluster one worker short, when only a whole standby was woken)."""
+    NoSubmitJob.scripts.clear()
+    NoSubmitJob.cancelled.clear()
+    release = threading.Event()  # SLURM says "down" (the judgement may conclude) only once the worker is in
+
+    def slurm_after_the_worker(argv: Sequence[str], timeout_s: float) -> Completed:
+        if argv[0] != "scontrol":
+            return Completed(tuple(argv), 1, "", "srun: error: timed out", False)
+        if release.is_set():
+            return scontrol(argv, timeout_s)
+        out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
+               else "NodeName=n3 State=ALLOCATED\n")
+        return Completed(tuple(argv), 0, out, "", False)
+
+    query = SchedulerQuery("slurm", None, run=slurm_after_the_worker)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
+        cluster = FailoverSLURMCluster(cores=2, processes=2, memory="1GB", run_dir=tmp_path / "run",
+                                       job_cls=NoSubmitJob, query=query, scheduler_options=LOOPBACK)
+        worker = None
+        try:
+            cluster.scale(jobs=1)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            (name,) = cluster.worker_spec
+            lose_job(cluster, name)
+            wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
+            (standby,) = cluster.spares
+            worker = cluster.sync(Worker, cluster.scheduler.address, name=f"{standby}-1", host="127.0.0.1")
+            scheduler = cluster.scheduler
+            wait_for(lambda: any(str(ws.name) == f"{standby}-1" and ws.status.name == "paused"
+                                 for ws in scheduler.workers.values()), "the standby's first worker, paused")
+            release.set()
+            wait_for(lambda: name not in cluster.worker_spec and standby in cluster.worker_spec, "the judgement")
+            wait_for(lambda: any(str(ws.name) == f"{standby}-1" and ws.status.name == "running"
+                                 for ws in scheduler.workers.values()), "the worker woken")
+            assert cluster.spares == [] and _spare_notes(cluster)[-1].endswith(": still starting")
+        finally:
+            if worker is not None:
+                cluster.sync(worker.close)
+            cluster.close()

@@ -419,14 +419,15 @@ class SparePool:
         self._correct_state()
 
     def _take_standby(self, standby: str, job: str, job_id: str) -> bool:
-        """The standby takes ``job``'s place (``job`` leaves ``worker_spec``): woken now if its workers are
-        connected; else they register as the job they now are (:class:`SparePlugin` restores their memory pause)."""
+        """The standby takes ``job``'s place (``job`` leaves ``worker_spec``): its workers connected so far are woken
+        now, all of them or some (a job of two worker processes half started: the one already in was paused as a
+        spare and would stay so); the rest register as the job they now are (:class:`SparePlugin` restores their
+        memory pause)."""
         ready = next((v for v in self._spare_views() if v.name == standby), None)
         del self._standby[standby]
         self.spares.remove(standby)
         self.worker_spec.pop(job, None)
-        if ready is not None and ready.ready:
-            self._wake(standby)
+        self._wake(standby)
         spare_id = getattr(self.workers.get(standby), "job_id", None)
         where = ready.host.name if ready is not None and ready.host is not None else "its node once it starts"
         detail = (f"standby {standby} (batch job {spare_id}) on {where} took the place of {job} (batch job "
