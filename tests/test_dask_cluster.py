@@ -406,6 +406,21 @@ def scontrol(argv: Sequence[str], timeout_s: float) -> Completed:
     return Completed(tuple(argv), 0, out, "", False)
 
 
+def slurm_down_once(down: Any) -> Any:
+    """SLURM as it is before its SlurmdTimeout passes: the node ALLOCATED and the job RUNNING until ``down()`` says
+    so, then NODE_FAIL on a DOWN* node (:func:`scontrol`); every probe step fails (the control's too: they prove
+    nothing)."""
+    def run(argv: Sequence[str], timeout_s: float) -> Completed:
+        if argv[0] != "scontrol":
+            return Completed(tuple(argv), 1, "", "srun: error: timed out", False)
+        if down():
+            return scontrol(argv, timeout_s)
+        out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
+               else "NodeName=n3 State=ALLOCATED\n")
+        return Completed(tuple(argv), 0, out, "", False)
+    return run
+
+
 def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -566,19 +581,13 @@ def test_a_lost_job_whose_nanny_is_gone_gets_a_standby_that_takes_its_place(tmp_
     NoSubmitJob.cancelled.clear()
     cancelled_when_down: list[int] = []  # how many jobs were cancelled each time SLURM answered "down"
 
-    def slurm_notices_late(argv: Sequence[str], timeout_s: float) -> Completed:
-        """SLURM still calls the node ALLOCATED and the job RUNNING until the standby is in (its SlurmdTimeout not
-        passed), then NODE_FAIL on a DOWN* node; every probe step fails (the control's too: they prove nothing)."""
-        if argv[0] != "scontrol":
-            return Completed(tuple(argv), 1, "", "srun: error: timed out", False)
-        if len(NoSubmitJob.scripts) >= 2:
-            cancelled_when_down.append(len(NoSubmitJob.cancelled))
-            return scontrol(argv, timeout_s)
-        out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
-               else "NodeName=n3 State=ALLOCATED\n")
-        return Completed(tuple(argv), 0, out, "", False)
+    def standby_in() -> bool:
+        if len(NoSubmitJob.scripts) < 2:
+            return False
+        cancelled_when_down.append(len(NoSubmitJob.cancelled))
+        return True
 
-    query = SchedulerQuery("slurm", None, run=slurm_notices_late)
+    query = SchedulerQuery("slurm", None, run=slurm_down_once(standby_in))
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
         cluster = FailoverSLURMCluster(cores=1, memory="1GB", run_dir=tmp_path / "run", job_cls=NoSubmitJob,
                                        query=query, scheduler_options=LOOPBACK)
@@ -1043,16 +1052,7 @@ def test_a_half_started_standby_that_takes_a_place_has_its_connected_worker_woke
     NoSubmitJob.cancelled.clear()
     release = threading.Event()  # SLURM says "down" (the judgement may conclude) only once the worker is in
 
-    def slurm_after_the_worker(argv: Sequence[str], timeout_s: float) -> Completed:
-        if argv[0] != "scontrol":
-            return Completed(tuple(argv), 1, "", "srun: error: timed out", False)
-        if release.is_set():
-            return scontrol(argv, timeout_s)
-        out = (f"JobId={argv[-1]} JobState=RUNNING NodeList=n3 ExitCode=0:0\n" if argv[2] == "job"
-               else "NodeName=n3 State=ALLOCATED\n")
-        return Completed(tuple(argv), 0, out, "", False)
-
-    query = SchedulerQuery("slurm", None, run=slurm_after_the_worker)
+    query = SchedulerQuery("slurm", None, run=slurm_down_once(release.is_set))
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
         cluster = FailoverSLURMCluster(cores=2, processes=2, memory="1GB", run_dir=tmp_path / "run",
                                        job_cls=NoSubmitJob, query=query, scheduler_options=LOOPBACK)

@@ -555,7 +555,7 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     :func:`_network_warning`)."""
     return ((ev.failure_class is FailureClass.USER_ERROR
              and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
-            or _network_warning(ev) or _ignored(ev, evidence) or _memory_warning(ev))
+            or _network_warning(ev) or _ignored(ev, evidence) or _went_on_after_words(ev))
 
 
 #: Words any program may print (memory it could not get, a build that lacks a feature): such a line may be a
@@ -565,7 +565,7 @@ _WARNABLE_WORDS = frozenset({"generic.out_of_memory_words", "generic.allocation_
 _WARNS = re.compile(r"(?i)\bwarn(?:ing)?\b")
 
 
-def _memory_warning(ev: Evidence) -> bool:
+def _went_on_after_words(ev: Evidence) -> bool:
     """A program's words for memory it could not get or a feature its build lacks, on a warning line or one that
     says what it did instead ('WARNING: insufficient memory for the cache, using the disk instead', 'not compiled
     with CUDA; falling back to the CPU'): it went on, so the line is not why the run ended."""
