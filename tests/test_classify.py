@@ -786,6 +786,54 @@ def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None,
     assert verdict(text, patterns, rc=rc).failure_class is expected
 
 
+_TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>\n    main()\n'
+
+
+@pytest.mark.parametrize("line", [
+    "mylib.errors.SimulationError: negative density in cell 42",
+    "sklearn.exceptions.NotFittedError: This StandardScaler instance is not fitted yet.",
+    "[rank1]: xarray.core.merge.MergeError: conflicting values for variable 'lat' on objects to be combined.",
+    "Exception: Invalid configuration: nsteps must be positive",
+    "OSError: Empty or corrupt FITS file",
+])
+def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
+        patterns: PatternSet, line: str) -> None:
+    """The last line of a traceback names an exception of the program's or a library's own class: when no other
+    line says why, the program raised it and stopped (user_error, not retried), as the last resort reads a bare
+    error line."""
+    v = verdict(f"step 1 loss 2.0\n{_TB}{line}\n", patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
+    assert "python.exception_line" in v.reason and "no other line says why" in v.reason
+
+
+@pytest.mark.parametrize(("text", "rc"), [
+    # the infrastructure in the type or the message
+    (f"{_TB}ray.exceptions.RaySystemError: System error: Failed to connect to GCS at 10.0.0.1:6379\n", 1),
+    (f"{_TB}mpi4py.MPI.Exception: MPI_ERR_OTHER: known error not in list\n", 1),
+    (f"{_TB}zmq.error.ZMQError: Address already in use\n", 1),
+    (f"{_TB}mylib.DeviceError: device 3 did not answer\n", 1),
+    # another process's failure relayed: says that it failed, not why
+    (f"{_TB}subprocess.CalledProcessError: Command '['./solver', 'in.dat']' died with <Signals.SIGKILL: 9>.\n", 1),
+    (f"{_TB}ipyparallel.error.RemoteError: AppFailure()\n", 1),
+    (f"{_TB}snakemake.exceptions.RuleException: CalledProcessError in line 72 of rules/trim.smk\n", 1),
+    # no traceback above it: a line that only looks like one
+    ("mylib.errors.SimulationError: negative density in cell 42\n", 1),
+    # the run went on after it: a caught exception logged with its traceback
+    (f"{_TB}mylib.errors.FetchError: bad block 12\nstep=2 loss=1.9\n", 1),
+    # ignored by Python
+    (f"Exception ignored in: <function Pool.__del__ at 0x7f1c2a3b4c10>\n{_TB}mylib.errors.PoolError: closed\n", 1),
+    # an exit, not an error; a signal's exit status says more
+    (f"{_TB}SystemExit: 2\n", 1),
+    (f"{_TB}mylib.errors.SimulationError: negative density in cell 42\n", -9),
+])
+def test_a_traceback_of_an_unknown_type_yields(patterns: PatternSet, text: str, rc: int) -> None:
+    """An unknown exception type that speaks of the infrastructure, relays another process's failure, stands
+    without a traceback, was outlived by the run or ignored, was an exit, or a crash's exit status: not read as
+    the user's mistake."""
+    v = verdict(text, patterns, rc=rc)
+    assert v.failure_class is not FailureClass.USER_ERROR, v.reason
+
+
 @pytest.mark.parametrize("line", [
     "FATAL: Unable to handle docker://ubuntu (dial tcp: lookup registry-1.docker.io: Temporary failure in name resolution)",
     "ERROR: Read-only file system: '/scratch/run/out.h5'",

@@ -198,7 +198,7 @@ def classify(
         decision = last or decision
     decision = _signal_death(decision, usable, evidence, members)
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
-        last = _last_resort(status, evidence)
+        last = _last_resort(status, evidence, progress)
         decision = _setup_failed(status, evidence) or last or _warned(evidence) or decision
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
@@ -671,7 +671,8 @@ _INFRA_WORDS = re.compile(
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
-    r"\bdns\b|end of file|\beof(?:error)?\b|"
+    r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bucx\b|\bofi\b|fabric|infiniband|\bverbs\b|"
+    r"\bmpi_err_|driver|address already in use|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
     r"return(?:ed)? ?code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
@@ -1000,28 +1001,70 @@ def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
     return _Decision(fclass, (), f"scheduler reports job state {state}")
 
 
-def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision | None:
+def _last_resort(status: ExitStatus | None, evidence: tuple[Evidence, ...],
+                 progress: Progress | None = None) -> _Decision | None:
     """The first error line of a program no pack knows (see LAST_RESORT), once nothing else decided: no other
     pattern reads that line, and the exit status is not a signal's (a crash or a kill says more). Lines the program
     or its script went on after (_WENT_ON, _HOUSEKEEPING) are passed over; when the first line left speaks of the
     infrastructure, nothing is read (the error lines after it are as often its consequences)."""
     if status is not None and status.signal is not None:
         return None
-    ev = _first_error_line(evidence)
-    if ev is None or ev.failure_class is None:
+    ev = _first_error_line(evidence, progress, tracebacks=True)
+    if ev is None:
         return None
-    return _Decision(ev.failure_class, (), f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
+    return _Decision(ev.failure_class or FailureClass.USER_ERROR, (),
+                     f"{ev.pattern} at line {ev.line}, no other line says why: {ev.text[:120]}",
                      from_status=True, line=ev.line)
 
 
-def _first_error_line(evidence: tuple[Evidence, ...]) -> Evidence | None:
-    """The last resort's line (see :func:`_last_resort`), whatever the exit status."""
-    others = {e.line for e in evidence if e.pattern not in LAST_RESORT}  # a line another pattern reads is its
-    ev = next((e for e in evidence if e.pattern in LAST_RESORT and e.line not in others
+def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None = None, *,
+                      tracebacks: bool = False) -> Evidence | None:
+    """The last resort's line (see :func:`_last_resort`), whatever the exit status: a program's bare error line
+    (LAST_RESORT) or, with ``tracebacks``, the exception that ended a traceback of a type no pack knows
+    (:func:`_uncaught`)."""
+    # a line another pattern reads is its
+    others = {e.line for e in evidence if e.pattern not in LAST_RESORT and e.pattern != _EXCEPTION_LINE}
+    ev = next((e for e in evidence if (e.pattern in LAST_RESORT or (tracebacks and _uncaught(e, evidence, progress)))
+               and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
     if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, ev.text)):
         return None
     return ev
+
+
+#: A traceback's last line, whatever the exception's type (a context line: it decides nothing by itself).
+_EXCEPTION_LINE = "python.exception_line"
+
+
+def _uncaught(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> bool:
+    """Whether ``ev`` is the exception line of a traceback that ended the run, of a type no pack knows
+    ('mylib.errors.SimulationError: negative density in cell 42', 'sklearn.exceptions.NotFittedError: ...'): a
+    'Traceback (most recent call last)' line stands above it, it is not a SystemExit's, it was not logged as a
+    warning, raised in a signal handler or ignored, and no progress line came after it (a library that logs a
+    caught exception with its traceback goes on working). Read as the last resort reads a program's bare error
+    line: the program's own stop, unless its words speak of the infrastructure."""
+    return (ev.pattern == _EXCEPTION_LINE and (progress is None or progress.last_line <= ev.line)
+            and not _EXIT_TYPE.search(ev.text) and not _WRAPPER_TYPE.search(ev.text)
+            and any(e.pattern == "python.traceback" and e.line < ev.line for e in evidence)
+            and not (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None
+                     or _in_signal_handler(ev, evidence) or _in_ignored_block(ev, evidence)))
+
+
+def _in_ignored_block(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the exception line ``ev`` is the first below a header of a block Python printed and ignored
+    ('Exception ignored in: ...', 'Error in atexit._run_exitfuncs:'), within _IGNORED_LINES of it."""
+    mark = max((e.line for e in evidence if e.pattern == _IGNORED_MARK and e.line < ev.line), default=None)
+    return mark is not None and ev.line - mark <= _IGNORED_LINES and not any(
+        e.pattern == _EXCEPTION_LINE and mark < e.line < ev.line for e in evidence)
+
+
+#: An exception line of an exit, not an error ('SystemExit: 2' where a caller printed it).
+_EXIT_TYPE = re.compile(r"^\S*Exit\b")
+#: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,
+#: ipyparallel's RemoteError, Snakemake's RuleException, TorchElastic's ChildFailedError, Parsl's AppException): it
+#: says that something else failed, not why.
+_WRAPPER_TYPE = re.compile(r"^\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|Execution|Executor|Future)"
+                           r"[A-Za-z]*(?:Error|Exception|Failure|Fault)\b")
 
 
 #: A file path in an error line: where a program or its input lives, not what failed ('/var/spool/slurmd/job42/
