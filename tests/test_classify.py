@@ -786,6 +786,25 @@ def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None,
     assert verdict(text, patterns, rc=rc).failure_class is expected
 
 
+@pytest.mark.parametrize(("line", "expected"), [
+    ('Exception in thread "main" org.example.sim.DivergenceException: residual 1.0E30 at step 12',
+     FailureClass.USER_ERROR),
+    ('Exception in thread "main" picard.PicardException: Input file has no records', FailureClass.USER_ERROR),
+    # a stream, a context or a peer gone, a wrapped failure: the library's word, not the program's mistake
+    ('Exception in thread "main" java.io.EOFException', FailureClass.UNKNOWN),
+    ('Exception in thread "main" java.lang.IllegalStateException: SparkContext has been shutdown', FailureClass.UNKNOWN),
+    ('Exception in thread "main" java.util.concurrent.ExecutionException: org.example.Boom', FailureClass.UNKNOWN),
+    # another thread's exception does not end the JVM
+    ('Exception in thread "pool-1-thread-3" org.example.sim.DivergenceException: residual', FailureClass.UNKNOWN),
+])
+def test_the_main_threads_uncaught_java_exception_is_the_last_resort(
+        patterns: PatternSet, line: str, expected: FailureClass) -> None:
+    v = verdict(f"{line}\n\tat org.example.sim.Main.main(Main.java:12)\n", patterns, rc=1)
+    assert v.failure_class is expected, v.reason
+    if expected is FailureClass.USER_ERROR:
+        assert "generic.java_main_uncaught" in v.reason and "no other line says why" in v.reason
+
+
 _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>\n    main()\n'
 
 

@@ -1026,11 +1026,17 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT and e.pattern != _EXCEPTION_LINE}
     ev = next((e for e in evidence if (e.pattern in LAST_RESORT or (tracebacks and _uncaught(e, evidence, progress)))
                and e.line not in others
-               and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)), None)
+               and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)
+               and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))), None)
     if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, ev.text)):
         return None
     return ev
 
+
+#: The JVM exception types a library throws for a stream, a peer or a context that went away, a time out, an
+#: interrupt, or another task's failure it wraps: not the program's own mistake (generic.java_main_uncaught).
+_JAVA_CONTEXT_GONE = re.compile(r'" (?:java\.(?:io|net|nio|rmi)\.|\S*(?:IllegalState|Interrupted|Timeout|Execution|'
+                                r'Remote|Rpc|Closed|Socket|Connect|IO)[A-Za-z]*(?:Exception|Error)\b)')
 
 #: A traceback's last line, whatever the exception's type (a context line: it decides nothing by itself).
 _EXCEPTION_LINE = "python.exception_line"
