@@ -805,6 +805,22 @@ def test_the_main_threads_uncaught_java_exception_is_the_last_resort(
         assert "generic.java_main_uncaught" in v.reason and "no other line says why" in v.reason
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Error using horzcat\nDimensions of arrays being concatenated are not consistent.\n\nError in run_model (line 12)\n",
+     FailureClass.USER_ERROR),
+    ("Unrecognized function or variable 'trainNet'.\n\nError in main (line 3)\n", FailureClass.USER_ERROR),
+    # MATLAB's word for a recursion that overflowed the stack is the program's, though it says "Out of memory"
+    ("Out of memory. The likely cause is an infinite recursion within the program.\n\nError in f (line 9)\n",
+     FailureClass.USER_ERROR),
+    ('Out of memory. Type "help memory" for your options.\n\nError in main (line 3)\n', FailureClass.OOM),
+    ("Requested 50000x50000 (18.6GB) array exceeds maximum array size preference (15.9GB). This might cause MATLAB "
+     "to become unresponsive.\n", FailureClass.OOM),
+])
+def test_matlabs_own_errors(patterns: PatternSet, text: str, expected: FailureClass) -> None:
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is expected and not v.blamed_hosts, v.reason
+
+
 _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>\n    main()\n'
 
 

@@ -778,12 +778,20 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
     the run, unless an infrastructure line in the log explains it. Network trouble explains it only when it came
     first: after the error it is the peers' view of the rank that left."""
     infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
-                  and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)), None)
+                  and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)
+                  and not _reads_the_same_line_closer(ev, e)), None)
     if infra is not None and infra.failure_class is not None:
         return _Decision(infra.failure_class, (), f"{infra.pattern} at line {infra.line} explains {ev.pattern} at "
                          f"line {ev.line}: {infra.text[:120]}")
     when = " after progress" if progress is not None and progress.first_line < ev.line else ""
     return _Decision(FailureClass.USER_ERROR, (), f"{ev.pattern} at line {ev.line}{when}: {ev.text[:120]}")
+
+
+def _reads_the_same_line_closer(ev: Evidence, infra: Evidence) -> bool:
+    """Whether a program's pack reads the line ``ev`` that a generic pattern also reads as infrastructure: MATLAB's
+    'Out of memory. The likely cause is an infinite recursion within the program.' is the program's recursion to
+    the matlab pack and memory words to generic.out_of_memory_words; the program's own pack knows what it means."""
+    return infra.line == ev.line and infra.pattern.startswith("generic.") and not ev.pattern.startswith("generic.")
 
 
 def _lost_contact_after(infra: Evidence, ev: Evidence) -> bool:
