@@ -444,6 +444,22 @@ def test_a_prefilter_hyperscan_rejects_stays_in_re2() -> None:
     assert _hits(scan(data, odd, engine="hyperscan"), "slurm.srun_node_failure") == [(2, "n2")]
 
 
+@pytest.mark.parametrize("engine", ["re2", "hyperscan"])
+def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_without_literals(engine: str) -> None:
+    """A pattern with no literal every choice needs is searched whole: its '^' inside (here after a '|') must not
+    stay anchored in the prefilter, since the match lets the line's prefix ('[1,0]<stderr>:') stand before it."""
+    if engine == "hyperscan":
+        need_hyperscan()
+    pack = load_pack_text(
+        "[pack]\nname = 'odd'\ndoc = 'x'\n[[pattern]]\nname = 'code'\nregex = '[0-9]+ apples|^[A-Z]{3}[0-9]{2}!'\n"
+        "role = 'root'\nclass = 'user_error'\ndoc = 'a code alone'\nexamples = ['ABC12!', '3 apples']\n",
+        "test",
+    )
+    odd = PatternSet([pack])
+    data = b"ABC12!\n[1,0]<stderr>:ABC12!\nx ABC12!\n"
+    assert [line for line, _ in _hits(scan(data, odd, engine=engine), "odd.code")] == [1, 2]
+
+
 def test_without_hyperscan_auto_falls_back_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where hyperscan does not import, 'auto' scans with the RE2 prefilter and says why in one line."""
     monkeypatch.setattr(multi, "hyperscan", None)

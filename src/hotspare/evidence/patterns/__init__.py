@@ -361,7 +361,36 @@ def prefilter_form(regex: str, common: dict[str, int] | None = None) -> str:
 
 
 def _unanchored(regex: str) -> str:
-    return regex[1:] if regex.startswith("^") else regex
+    """``regex`` with every ``^`` that anchors dropped, wherever it stands (``one|^two``, ``(?:^|\s)word``): the
+    matched form lets the common line prefixes stand before each of them (:func:`with_prefixes`), so a form still
+    anchored there would miss a prefixed line the match reads."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if regex.startswith("[:", i) and (end := regex.find(":]", i + 2)) != -1:  # [[:alpha:]]
+                out.append(regex[i:end + 2])
+                i = end + 2
+                continue
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            opening = 1 + regex.startswith("^", i + 1)
+            opening += regex.startswith("]", i + opening)  # a "]" first in a class is a member
+            out.append(regex[i:i + opening])
+            i += opening
+            continue
+        elif char == "^":
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def with_prefixes(regex: str) -> str:
