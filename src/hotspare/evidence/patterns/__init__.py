@@ -361,7 +361,7 @@ def prefilter_form(regex: str, common: dict[str, int] | None = None) -> str:
 
 
 def _unanchored(regex: str) -> str:
-    """``regex`` with every ``^`` that anchors dropped, wherever it stands (``one|^two``, ``(?:^|\s)word``): the
+    r"""``regex`` with every ``^`` that anchors dropped, wherever it stands (``one|^two``, ``(?:^|\s)word``): the
     matched form lets the common line prefixes stand before each of them (:func:`with_prefixes`), so a form still
     anchored there would miss a prefixed line the match reads."""
     out: list[str] = []
