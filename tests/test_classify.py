@@ -830,13 +830,17 @@ _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>
     "[rank1]: xarray.core.merge.MergeError: conflicting values for variable 'lat' on objects to be combined.",
     "Exception: Invalid configuration: nsteps must be positive",
     "OSError: Empty or corrupt FITS file",
+    # Julia's report of the exception that ended a script heads the line itself
+    'ERROR: LoadError: MyPkg.SolverError("diverged at step 12")',
+    "ERROR: LoadError: PosDefException: matrix is not positive definite; Cholesky factorization failed.",
 ])
 def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
         patterns: PatternSet, line: str) -> None:
     """The last line of a traceback names an exception of the program's or a library's own class: when no other
     line says why, the program raised it and stopped (user_error, not retried), as the last resort reads a bare
     error line."""
-    v = verdict(f"step 1 loss 2.0\n{_TB}{line}\n", patterns, rc=1)
+    tb = "" if line.startswith("ERROR:") else _TB
+    v = verdict(f"step 1 loss 2.0\n{tb}{line}\n", patterns, rc=1)
     assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
     assert "python.exception_line" in v.reason and "no other line says why" in v.reason
 
@@ -851,6 +855,8 @@ def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
     (f"{_TB}subprocess.CalledProcessError: Command '['./solver', 'in.dat']' died with <Signals.SIGKILL: 9>.\n", 1),
     (f"{_TB}ipyparallel.error.RemoteError: AppFailure()\n", 1),
     (f"{_TB}snakemake.exceptions.RuleException: CalledProcessError in line 72 of rules/trim.smk\n", 1),
+    ("ERROR: LoadError: ProcessExitedException(3)\nStacktrace:\n", 1),
+    ("ERROR: LoadError: TaskFailedException\n", 1),
     # no traceback above it: a line that only looks like one
     ("mylib.errors.SimulationError: negative density in cell 42\n", 1),
     # the run went on after it: a caught exception logged with its traceback

@@ -1059,7 +1059,8 @@ def _uncaught(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress |
     line: the program's own stop, unless its words speak of the infrastructure."""
     return (ev.pattern == _EXCEPTION_LINE and (progress is None or progress.last_line <= ev.line)
             and not _EXIT_TYPE.search(ev.text) and not _WRAPPER_TYPE.search(ev.text)
-            and any(e.pattern == "python.traceback" and e.line < ev.line for e in evidence)
+            and (_JULIA_UNCAUGHT.match(ev.text) is not None
+                 or any(e.pattern == "python.traceback" and e.line < ev.line for e in evidence))
             and not (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None
                      or _in_signal_handler(ev, evidence) or _in_ignored_block(ev, evidence)))
 
@@ -1072,12 +1073,16 @@ def _in_ignored_block(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
         e.pattern == _EXCEPTION_LINE and mark < e.line < ev.line for e in evidence)
 
 
+#: Julia's report of the exception that ended a script (base/client.jl: 'ERROR: ', 'LoadError: ' for an error in an
+#: included file): the header a Python traceback has above its exception line, on the same line.
+_JULIA_UNCAUGHT = re.compile(r"^[ \t]*ERROR: (?:LoadError: )*[A-Z]")
 #: An exception line of an exit, not an error ('SystemExit: 2' where a caller printed it).
-_EXIT_TYPE = re.compile(r"^\S*Exit\b")
+_EXIT_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*Exit\b")
 #: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,
 #: ipyparallel's RemoteError, Snakemake's RuleException, TorchElastic's ChildFailedError, Parsl's AppException): it
 #: says that something else failed, not why.
-_WRAPPER_TYPE = re.compile(r"^\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|Execution|Executor|Future)"
+_WRAPPER_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|"
+                           r"Execution|Executor|Future|Composite)"
                            r"[A-Za-z]*(?:Error|Exception|Failure|Fault)\b")
 
 
