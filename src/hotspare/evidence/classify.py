@@ -1081,8 +1081,8 @@ _EXIT_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*Exit\b")
 #: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,
 #: ipyparallel's RemoteError, Snakemake's RuleException, TorchElastic's ChildFailedError, Parsl's AppException): it
 #: says that something else failed, not why.
-_WRAPPER_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|"
-                           r"Execution|Executor|Future|Composite)"
+_WRAPPER_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|"
+                           r"Command|Execution|Executor|Future|Composite)"
                            r"[A-Za-z]*(?:Error|Exception|Failure|Fault)\b")
 
 
