@@ -497,7 +497,8 @@ _QUOTED_CAUSE_LINES = 4
 # done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
 # siblings of a job that failed; Ray Tune's 'Stop signal received', whose handler also takes a site's SIGUSR1 before
-# a time limit).
+# a time limit), and a client's word that the job it waited for is gone without a result (future.batchtools'
+# 'BatchtoolsExpiration: Future (...) expired', above the scheduler's own words in the log tail it quotes).
 # Any other line that decides comes first, and a crash line decides before them (see _signal_death: for a fatal
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
@@ -510,7 +511,7 @@ _STATUS_ONLY = frozenset({
     "generic.build_lacks_support", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
-    "nextflow.run_summary_succeeded", "nextflow.run_summary_failed",
+    "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
