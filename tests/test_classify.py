@@ -821,6 +821,25 @@ def test_matlabs_own_errors(patterns: PatternSet, text: str, expected: FailureCl
     assert v.failure_class is expected and not v.blamed_hosts, v.reason
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("step=10 residual 1e-3\n SCF has not converged.  Exiting.\n", FailureClass.USER_ERROR),
+    ("Convergence failure -- run terminated.\n", FailureClass.USER_ERROR),
+    ("Error: Divergence detected in AMG solver: pressure correction\n", FailureClass.USER_ERROR),
+    # a warning the solver went on after: not why the run ended
+    ("WARNING: SCF not converged, continuing with the next step\n", FailureClass.UNKNOWN),
+    # any line that says why decides first: the time limit the run went on until, the memory kill
+    ("SCF not converged in 60 cycles\nslurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO "
+     "TIME LIMIT ***\n", FailureClass.WALLTIME),
+    ("Newton solver did not converge\nslurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step "
+     "tasks have been OOM Killed.\n", FailureClass.OOM),
+])
+def test_a_solvers_own_words_for_failed_numerics(patterns: PatternSet, text: str, expected: FailureClass) -> None:
+    """A solver that did not converge, diverged or found a NaN stopped over its numerics (the program's input and
+    model: not retried), unless it went on after the words or another line says why the run ended."""
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is expected and not v.blamed_hosts, v.reason
+
+
 _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>\n    main()\n'
 
 

@@ -512,6 +512,7 @@ _STATUS_ONLY = frozenset({
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
+    "generic.numerical_failure_words",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
@@ -562,7 +563,7 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 #: Words any program may print (memory it could not get, a build that lacks a feature): such a line may be a
 #: warning the program went on after.
 _WARNABLE_WORDS = frozenset({"generic.out_of_memory_words", "generic.allocation_failed_words",
-                             "generic.build_lacks_support"})
+                             "generic.build_lacks_support", "generic.numerical_failure_words"})
 _WARNS = re.compile(r"(?i)\bwarn(?:ing)?\b")
 
 
