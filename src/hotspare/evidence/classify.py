@@ -494,7 +494,8 @@ _QUOTED_CAUSE_LINES = 4
 # view of a rank that died first as a network fault, and a program's bare "FATAL ERROR:", which says it stopped
 # itself but not always why, a terminal's '^C' (the user stopped it, but maybe a job that had already failed), and
 # one task's own word that it completed (submitit's: its siblings may have failed; Snakemake's 'N of N steps (100%)
-# done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'), and a stop
+# done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'; an
+# HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
 # siblings of a job that failed; Ray Tune's 'Stop signal received', whose handler also takes a site's SIGUSR1 before
 # a time limit), and a client's word that the job it waited for is gone without a result (future.batchtools'
@@ -512,7 +513,7 @@ _STATUS_ONLY = frozenset({
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
-    "generic.numerical_failure_words",
+    "generic.numerical_failure_words", "htcondor.normal_termination_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
@@ -984,10 +985,14 @@ _RAN_ON_LINES = frozenset({
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
 _PROMPT = "kernel.shell_prompt_command"
+#: ... unless the command typed there asks a scheduler about jobs (condor_history, sacct, qacct, bjobs, qstat, ...):
+#: the lines after it report jobs that ran elsewhere, and the prompt names the submit or login host that asked.
+_QUERY_COMMAND = re.compile(r"[#$%>] +(?:sudo +)?(?:condor_(?:history|q)|sacct|qacct|bacct|bhist|bjobs|qstat|tracejob"
+                            r"|checkjob|showq|scontrol|flux +jobs)\b")
 
 
 def _ran_on(ev: Evidence, *, prompt: bool) -> bool:
-    return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern == _PROMPT)
+    return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern == _PROMPT and not _QUERY_COMMAND.search(ev.text))
             or (ev.pattern == "slurm.stepd_cancelled" and "*** JOB " in ev.text))
 
 
