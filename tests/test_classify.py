@@ -840,6 +840,18 @@ def test_a_solvers_own_words_for_failed_numerics(patterns: PatternSet, text: str
     assert v.failure_class is expected and not v.blamed_hosts, v.reason
 
 
+@pytest.mark.parametrize("line", [
+    'mpirun: Error: unknown option "-npernode"',
+    "[mpiexec@r001] match_arg (utils/args/args.c:159): unrecognized argument pmi_args",
+    "bsub: illegal option -- x",
+])
+def test_a_launcher_that_refuses_its_own_command_line_is_the_users_setup(patterns: PatternSet, line: str) -> None:
+    """The launcher's or scheduler client's own words name no node: an option it does not know is the job script's
+    (another MPI's flags), and every retry asks the same."""
+    v = verdict(f"{line}\n", patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
+
+
 _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>\n    main()\n'
 
 
