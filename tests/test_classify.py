@@ -885,6 +885,9 @@ def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
     # another process's failure relayed: says that it failed, not why
     (f"{_TB}subprocess.CalledProcessError: Command '['./solver', 'in.dat']' died with <Signals.SIGKILL: 9>.\n", 1),
     (f"{_TB}ipyparallel.error.RemoteError: AppFailure()\n", 1),
+    ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"x.py\", line 3, in <module>\n"
+     "[rank0]: mylib.runner.JobFailedError: solver step 3\n", 1),
+    ("[rank0]: Traceback (most recent call last):\n[rank0]: SystemExit: 2\n", 1),
     (f"{_TB}snakemake.exceptions.RuleException: CalledProcessError in line 72 of rules/trim.smk\n", 1),
     ("ERROR: LoadError: ProcessExitedException(3)\nStacktrace:\n", 1),
     ("ERROR: LoadError: TaskFailedException\n", 1),

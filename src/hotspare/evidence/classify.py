@@ -1084,13 +1084,13 @@ def _in_ignored_block(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 #: included file): the header a Python traceback has above its exception line, on the same line.
 _JULIA_UNCAUGHT = re.compile(r"^[ \t]*ERROR: (?:LoadError: )*[A-Z]")
 #: An exception line of an exit, not an error ('SystemExit: 2' where a caller printed it).
-_EXIT_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*Exit\b")
+_EXIT_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*Exit(?::|[ \t]*$)")
 #: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,
 #: ipyparallel's RemoteError, Snakemake's RuleException, TorchElastic's ChildFailedError, Parsl's AppException): it
 #: says that something else failed, not why.
-_WRAPPER_TYPE = re.compile(r"^(?:[ \t]*ERROR: (?:LoadError: )*)?\S*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|"
-                           r"Command|Execution|Executor|Future|Composite)"
-                           r"[A-Za-z]*(?:Error|Exception|Failure|Fault)\b")
+#: A line prefix ('[rank3]: ', '[1,0]<stderr>:', Julia's 'ERROR: LoadError: ') may stand before the type.
+_WRAPPER_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|Execution|"
+                           r"Executor|Future|Composite)[A-Za-z]*(?:Error|Exception|Failure|Fault)(?::|\(|[ \t]*$)")
 
 
 #: A file path in an error line: where a program or its input lives, not what failed ('/var/spool/slurmd/job42/
