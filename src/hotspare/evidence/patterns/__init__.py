@@ -364,33 +364,7 @@ def _unanchored(regex: str) -> str:
     r"""``regex`` with every ``^`` that anchors dropped, wherever it stands (``one|^two``, ``(?:^|\s)word``): the
     matched form lets the common line prefixes stand before each of them (:func:`with_prefixes`), so a form still
     anchored there would miss a prefixed line the match reads."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\":
-            out.append(regex[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            if regex.startswith("[:", i) and (end := regex.find(":]", i + 2)) != -1:  # [[:alpha:]]
-                out.append(regex[i:end + 2])
-                i = end + 2
-                continue
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            opening = 1 + regex.startswith("^", i + 1)
-            opening += regex.startswith("]", i + opening)  # a "]" first in a class is a member
-            out.append(regex[i:i + opening])
-            i += opening
-            continue
-        elif char == "^":
-            i += 1
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
+    return _rewrite_anchors(regex, caret="", line_end=False)
 
 
 def with_prefixes(regex: str) -> str:
@@ -404,6 +378,12 @@ def with_prefixes(regex: str) -> str:
 
 
 def _prefix_anchors(regex: str) -> str:
+    return _rewrite_anchors(regex, caret=f"^{LINE_PREFIX}", line_end=True)
+
+
+def _rewrite_anchors(regex: str, *, caret: str, line_end: bool) -> str:
+    """``regex`` with each ``^`` that anchors (not escaped, not in a class) replaced by ``caret`` and, with
+    ``line_end``, each ``$`` by LINE_SUFFIX."""
     out: list[str] = []
     i, in_class = 0, False
     while i < len(regex):
@@ -426,10 +406,10 @@ def _prefix_anchors(regex: str) -> str:
             i += opening
             continue
         elif char == "^":
-            out.append(f"^{LINE_PREFIX}")
+            out.append(caret)
             i += 1
             continue
-        elif char == "$":
+        elif char == "$" and line_end:
             # Blanks before the end ("\s*$", "\s+$") are the line's own. In a buffer of many lines (the block
             # engines of hotspare.evidence.scan) a \s runs on across the line break and ends the match lines later.
             if out[-2:] in (["\\s", "*"], ["\\s", "+"]):
