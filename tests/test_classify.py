@@ -1155,6 +1155,20 @@ def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not
     two = verdict("starting job on c476-014\nstarting job on c476-042\n/opt/apps/launcher/launcher-3.7/launcher: "
                   "line 93: 364062 Bus error               SentinelWrapper.py -c run.cfg\n", patterns)
     assert two.failure_class is FailureClass.RANK_KILLED and not two.blamed_hosts
+    # OpenMMLab's runner names the host it starts on (user@host); TorchElastic's failure table names its agent's host.
+    mmcv = verdict("2022-10-23 14:27:35,879 - INFO - Start running, host: root@gpu-a12-0255, work_dir: /w/run\n"
+                   "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -11) local_rank: 0 "
+                   "(pid: 44260) of binary: /usr/bin/python\n", patterns)
+    assert mmcv.failure_class is FailureClass.RANK_KILLED
+    assert [h.name for h in mmcv.blamed_hosts] == ["gpu-a12-0255"] and not mmcv.exclude_hosts
+    table = ("Root Cause (first observed failure):\n[0]:\n  time      : 2023-09-04_12:12:41\n"
+             "  host      : {host}\n")
+    crash = "Fatal Python error: Segmentation fault\n"
+    tabled = verdict(crash + table.format(host="gpu17"), patterns)
+    assert tabled.failure_class is FailureClass.RANK_KILLED
+    assert [h.name for h in tabled.blamed_hosts] == ["gpu17"] and not tabled.exclude_hosts
+    merged = verdict(crash + table.format(host="gpu17") + table.format(host="gpu18"), patterns)
+    assert merged.failure_class is FailureClass.RANK_KILLED and not merged.blamed_hosts
 
 
 @pytest.mark.parametrize("noise", [NO_MODULE_COMMAND, LMOD, IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])

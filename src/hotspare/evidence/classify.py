@@ -976,11 +976,12 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
 
 
 #: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, the node of
-#: a Kubernetes pod, Grid Engine's spool path of the job script, PETSc's error report header, and
-#: slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
+#: a Kubernetes pod, Grid Engine's spool path of the job script, PETSc's error report header, TorchElastic's failure
+#: table's 'host :' row (its agent's host), OpenMMLab's 'Start running, host: user@host', and slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
 _RAN_ON_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
     "generic.job_runs_on_host", "slurm.srun_tasks_exit_code", "sge.spool_job_script", "petsc.error_report_host",
+    "torchrun.agent_failure_host", "generic.runner_start_host",
 })
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
