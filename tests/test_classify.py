@@ -1384,3 +1384,25 @@ def test_open_mpis_missing_executable_is_the_users_and_blames_no_node(patterns: 
     v = verdict(log, patterns)
     assert v.failure_class is FailureClass.USER_ERROR and not v.retryable, v.reason
     assert v.blamed_hosts == () and v.exclude_hosts == (), v.reason
+
+
+@pytest.mark.parametrize(("text", "origin"), [
+    # ROCr's hang report names no host; Open MPI's handler prints the abort it caused, on its host.
+    ("HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n"
+     "[gpu-07:08475] *** Process received signal ***\n[gpu-07:08475] Signal: Aborted (6)\n", "gpu-07"),
+    # A tool typed at a node's own prompt ran there.
+    ("root@gpu-24-34:~# nvidia-smi\nUnable to determine the device handle for GPU 0000:03:00.0: GPU is lost. "
+     "Reboot the system to recover this GPU\n", "gpu-24-34"),
+    # ... but a launcher typed at a login node's prompt ran the program elsewhere.
+    ("[me@login01 run]$ mpirun -np 2 ./solver\nHW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n",
+     None),
+    # A second host named: which one's device failed is not said.
+    ("HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n"
+     "[gpu-07:08475] *** Process received signal ***\n[gpu-08:09475] *** Process received signal ***\n", None),
+])
+def test_a_device_fault_naming_no_host_is_placed_on_the_one_host_the_run_is_tied_to(
+        patterns: PatternSet, text: str, origin: str | None) -> None:
+    result = verdict(text, patterns)
+    assert result.failure_class is FailureClass.GPU_HW
+    assert [h.name for h in result.blamed_hosts] == ([origin] if origin else [])
+    assert [h.name for h in result.exclude_hosts] == ([origin] if origin else [])

@@ -342,3 +342,14 @@ def test_blanks_before_a_lines_end_stay_on_that_line(regex: str, line: str) -> N
     block = f"{line}\n\nnext line\n"
     found = re.search(matched, block, re.MULTILINE)
     assert found is not None and "\n" not in found.group(0), (matched, found)
+
+
+@pytest.mark.parametrize("line", [
+    b"```x4219c5s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 0 died from signal 11```",
+    b"`x4219c5s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 0 died from signal 11`",
+    b"x4219c5s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 0 died from signal 11",
+])
+def test_a_line_pasted_on_a_markdown_fence_keeps_its_host(line: bytes) -> None:
+    """A post's first log line often sits on the code fence itself: the fence is no part of the line."""
+    hosts = {e.host.name for e in scan(line + b"\n", load_patterns(environ={})).evidence if e.host is not None}
+    assert hosts == {"x4219c5s3b0n0"}

@@ -908,6 +908,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     died of a signal, the OOM-killed host. Lines after the teardown began do not count when one came before."""
     if decision.blamed or decision.nobody or decision.failure_class not in _ORIGIN_CLASSES:
         return decision
+    if decision.failure_class is FailureClass.GPU_HW:
+        return _device_place(decision, usable, evidence)
     if decision.failure_class.attributes_node:
         return decision  # a node fault names its node or nobody: a segfault elsewhere is not that node
     starts = [
@@ -1005,6 +1007,38 @@ def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evi
     if len({e.host for e in named}) != 1:
         return []
     return [e for e in named if _ran_on(e, prompt=prompt)][:1]
+
+
+#: A command typed at a prompt that runs the program elsewhere (a launcher, a batch submission, a remote shell): the
+#: prompt's host is where it was typed, not where the device failed.
+_REMOTE_COMMAND = re.compile(r"[#$%>] +(?:sudo +)?(?:mpirun|mpiexec|srun|sbatch|salloc|qsub|bsub|jsrun|aprun|flux"
+                             r"|ssh|pdsh|clush|pssh|kubectl|ansible|sky|ray +(?:job|submit))\b")
+
+
+def _device_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...]) -> _Decision:
+    """Where a device fault whose line names no host happened ('HW Exception by GPU node-1 ... reason :GPU Hang',
+    'GPU is lost. Reboot the system', CUDA_ERROR_ECC_UNCORRECTABLE): the one host the log names, when a line ties
+    the run to it: a line that says the job ran there (_RAN_ON_LINES), a process on it that crashed after the fault
+    (the runtime's abort on that fault: '[host:pid] Signal: Aborted (6)'), or a prompt at which a local command was
+    typed (nvidia-smi, a GPU test, a health check run there; a launcher's or a remote shell's prompt is where it
+    was typed). A log that names a second host says nothing about which one it was."""
+    if decision.blamed or decision.nobody:
+        return decision
+    fault = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.GPU_HW
+                  and not _passed_over(e, evidence)), None)
+    if fault is None or fault.host is not None:
+        return decision
+    named = [e for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT]
+    if len({e.host for e in named}) != 1:
+        return decision
+    place = next((e for e in named if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
+                  or (e.pattern == _PROMPT and not _QUERY_COMMAND.search(e.text)
+                      and not _REMOTE_COMMAND.search(e.text))), None)
+    if place is None or place.host is None:
+        return decision
+    blamed = (Blame(place.host, QuarantineReason.SCRAPED, (fault, place)),)
+    return _Decision(decision.failure_class, blamed, f"{decision.reason}; on {place.host.name}, the one host the "
+                     f"log names ({place.pattern} at line {place.line})", line=decision.line)
 
 
 def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
