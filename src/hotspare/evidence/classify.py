@@ -979,7 +979,8 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
 
 #: Lines that say where the job (or a rank of it) ran: PALS's exit line of a rank, LSF's report header, the node of
 #: a Kubernetes pod, Grid Engine's spool path of the job script, PETSc's error report header, TorchElastic's failure
-#: table's 'host :' row (its agent's host), OpenMMLab's 'Start running, host: user@host', and slurmstepd's "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
+#: table's 'host :' row (its agent's host), OpenMMLab's 'Start running, host: user@host', and slurmstepd's
+#: "*** JOB N ON host CANCELLED" (the batch host; a STEP's line names only the step's first node).
 _RAN_ON_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
     "generic.job_runs_on_host", "slurm.srun_tasks_exit_code", "sge.spool_job_script", "petsc.error_report_host",
