@@ -1123,10 +1123,13 @@ _JULIA_UNCAUGHT = re.compile(r"^[ \t]*ERROR: (?:LoadError: )*[A-Z]")
 _EXIT_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*Exit(?::|[ \t]*$)")
 #: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,
 #: ipyparallel's RemoteError, Snakemake's RuleException, TorchElastic's ChildFailedError, Parsl's AppException): it
-#: says that something else failed, not why.
+#: says that something else failed, not why. A future's or a task's cancellation alike (concurrent.futures'
+#: CancelledError, Lib/concurrent/futures/_base.py, which dask.distributed's client raised for a released or lost
+#: key before its FutureCancelledError(CancelledError); asyncio's CancelledError): it says the work was dropped.
 #: A line prefix ('[rank3]: ', '[1,0]<stderr>:', Julia's 'ERROR: LoadError: ') may stand before the type.
 _WRAPPER_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|Execution|"
-                           r"Executor|Future|Composite)[A-Za-z]*(?:Error|Exception|Failure|Fault)(?::|\(|[ \t]*$)")
+                           r"Executor|Future|Composite|Cancelled)"
+                           r"[A-Za-z]*(?:Error|Exception|Failure|Fault)(?::|\(|[ \t]*$)")
 
 
 #: A file path in an error line: where a program or its input lives, not what failed ('/var/spool/slurmd/job42/
