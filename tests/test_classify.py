@@ -1406,3 +1406,17 @@ def test_a_device_fault_naming_no_host_is_placed_on_the_one_host_the_run_is_tied
     assert result.failure_class is FailureClass.GPU_HW
     assert [h.name for h in result.blamed_hosts] == ([origin] if origin else [])
     assert [h.name for h in result.exclude_hosts] == ([origin] if origin else [])
+
+
+def test_unkillable_step_is_the_nodes_fault_unless_a_time_limit_stopped_the_job_first(patterns: PatternSet) -> None:
+    """slurmstepd giving up on a step's processes drains the node ('Kill task failed'): alone it is that node's
+    fault; after the job's time limit it is how the stop ended, and the time limit stays the class."""
+    stuck = "slurmstepd: error: *** JOB 7 STEPD TERMINATED ON n3 AT 2023-01-13T09:58:47 DUE TO JOB NOT ENDING WITH SIGNALS ***\n"
+    alone = verdict(stuck, patterns)
+    assert alone.failure_class is FailureClass.NODE_LOSS
+    assert names(alone.exclude_hosts) == ["n3"]
+    timed = verdict("slurmstepd: error: *** JOB 7 ON n3 CANCELLED AT 2023-01-13T09:48:47 DUE TO TIME LIMIT ***\n" + stuck,
+                    patterns)
+    assert timed.failure_class is FailureClass.WALLTIME
+    assert not timed.blamed_hosts
+    assert not timed.exclude_hosts

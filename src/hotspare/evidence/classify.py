@@ -259,7 +259,7 @@ def _node_fault(
         if e.role is Role.ROOT and e.host is not None and e.failure_class is not None
         and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
-    roots = _not_torn_down(roots, evidence)
+    roots = _after_stop(_not_torn_down(roots, evidence), evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -272,6 +272,22 @@ def _node_fault(
     also = f"; scheduler reports {', '.join(sorted(down))} down" if down else ""
     reason = f"{names} named by {first.pattern} at line {first.line}{also}"
     return _Decision(first.failure_class or FailureClass.UNKNOWN, blamed, reason)
+
+
+# A node that could not end the job's processes (slurmstepd's 'STEPD TERMINATED ON <node> ... DUE TO JOB NOT ENDING
+# WITH SIGNALS'; slurmctld drains it 'Kill task failed') shows only while the job is being stopped: when a time limit
+# or a preemption stopped the job first, that stop is the job's class, and the node is the scheduler's to drain.
+_KILL_FAILED = frozenset({"slurm.stepd_kill_task_failed"})
+
+
+def _after_stop(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """``roots`` without a node's failure to kill the job (:data:`_KILL_FAILED`) reported after a time limit or a
+    preemption had stopped it."""
+    stop = next((e.line for e in evidence if e.role is Role.ROOT
+                 and e.failure_class in (FailureClass.WALLTIME, FailureClass.PREEMPTED)), None)
+    if stop is None:
+        return roots
+    return [e for e in roots if e.pattern not in _KILL_FAILED or e.line < stop]
 
 
 def _before_teardown(
