@@ -1020,10 +1020,13 @@ def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evi
     """Where a process ran out of memory (or crashed) when its line names no host: the one host the log names,
     when it names exactly one (as anything but a suspect) and a line says the job ran there (see _RAN_ON_LINES).
     A log that names a second host says nothing about which one it was."""
+    return [e for e in _one_host_named(usable) if _ran_on(e, prompt=prompt)][:1]
+
+
+def _one_host_named(usable: tuple[Evidence, ...]) -> list[Evidence]:
+    """The lines that name a host (as anything but a suspect), when the log names exactly one; none otherwise."""
     named = [e for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT]
-    if len({e.host for e in named}) != 1:
-        return []
-    return [e for e in named if _ran_on(e, prompt=prompt)][:1]
+    return named if len({e.host for e in named}) == 1 else []
 
 
 #: A command typed at a prompt that runs the program elsewhere (a launcher, a batch submission, a remote shell): the
@@ -1045,10 +1048,8 @@ def _device_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: t
                   and not _passed_over(e, evidence)), None)
     if fault is None or fault.host is not None:
         return decision
-    named = [e for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT]
-    if len({e.host for e in named}) != 1:
-        return decision
-    place = next((e for e in named if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
+    place = next((e for e in _one_host_named(usable)
+                  if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
                   or (e.pattern == _PROMPT and not _QUERY_COMMAND.search(e.text)
                       and not _REMOTE_COMMAND.search(e.text))), None)
     if place is None or place.host is None:
