@@ -440,7 +440,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
-                or _quotes_a_device_fault(ev, evidence) or _killed_says_more(ev, evidence)):
+                or _quotes_a_device_fault(ev, evidence) or _killed_says_more(ev, evidence)
+                or _halted_at_lost_worker(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -453,7 +454,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # anywhere in the log: the worker died of the missing module.
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
                             and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
-                            and not _setup_line(e)
+                            and not _setup_line(e) and not _halted_at_lost_worker(e, evidence)
                             and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
@@ -750,6 +751,21 @@ def _logged_warning(ev: Evidence) -> bool:
 # quotes the status) say only that the step failed; the kill says how, wherever the two lines are.
 _KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status_sigkill",
                             "generic.tool_killed_signal_words"})
+
+
+#: R's parallel package's word that a worker was lost (mclapply's children without a result, a socket cluster's
+#: master reading from a closed worker connection), and how many lines below it R's own halt may stand ('Error in
+#: unserialize(socklist[[n]]) : error reading from connection', 'Calls: ...', 'Execution halted').
+_R_LOST_WORKER = "rlang.parallel_worker_lost"
+_R_HALT_LINES = 3
+
+
+def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is R's error line or 'Execution halted' at, or just below, the parallel package's word that a
+    worker was lost: the session stopped because a worker died, not at the script's own error (a script's own
+    'Error in f(x) :' before the lost worker still decides)."""
+    return ev.pattern == "rlang.execution_halted" and any(
+        e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
