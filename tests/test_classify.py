@@ -1420,3 +1420,16 @@ def test_unkillable_step_is_the_nodes_fault_unless_a_time_limit_stopped_the_job_
     assert timed.failure_class is FailureClass.WALLTIME
     assert not timed.blamed_hosts
     assert not timed.exclude_hosts
+
+
+def test_r_halting_where_a_parallel_worker_was_lost_is_not_the_scripts_error(patterns: PatternSet) -> None:
+    """R's 'Error in unserialize(...)' and 'Execution halted' just below the parallel package's word that a worker
+    was lost say the session stopped because the worker died (no cause shown: unknown, retryable); a script's own
+    error before the lost worker still decides."""
+    lost = ("Error in unserialize(socklist[[n]]) : error reading from connection\n"
+            "Calls: clusterApply ... FUN -> recvData -> recvData.SOCKnode -> unserialize\n"
+            "Execution halted\n")
+    worker = verdict(lost, patterns)
+    assert worker.failure_class is FailureClass.UNKNOWN and worker.retryable and not worker.blamed_hosts
+    own = verdict("Error in log(-1, base = \"x\") : non-numeric argument to mathematical function\n" + lost, patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
