@@ -461,7 +461,8 @@ def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_withou
 
 
 @pytest.mark.parametrize(("regex", "choices"), [
-    ("a|(?:b|c)|^d", ["a", "(?:b|c)", "^d"]),
+    ("a|(?:b|c)|^d", ["a", "(?:b)", "(?:c)", "^d"]),
+    ("a|(?:b|c)d", ["a", "(?:b|c)d"]),
     ("(?i:one|t[|)]wo|three)", ["(?i:one)", "(?i:t[|)]wo)", "(?i:three)"]),
     ("(?i)x|y", ["(?i)x", "(?i)y"]),
     ("(?:a)|(?:b)", ["(?:a)", "(?:b)"]),
@@ -470,13 +471,14 @@ def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_withou
     ("[]|]x|y", ["[]|]x", "y"]),
     ("[^]|]x|y", ["[^]|]x", "y"]),
     ("plain", ["plain"]),
+    ("x|(?i:y|z)", ["x", "(?i:y)", "(?i:z)"]),
 ])
 def test_a_prefilter_form_goes_to_hyperscan_as_its_top_level_choices(regex: str, choices: list[str]) -> None:
     """A form's choices are compiled as the expressions of one database (a tenth of the compiler's memory for the
     biggest forms): only a '|' outside escapes, classes and groups splits, and a group or flags around the whole
     go with each choice. Each choice matches what the whole matched on these lines."""
     assert multi.top_alternatives(regex) == choices
-    for line in ["a", "b", "c", "d", "one", "T|wo", "t)wo", "THREE", "X", "y", "ac", "a|b", "]x", "|x", "plain"]:
+    for line in ["a", "b", "c", "d", "x", "Y", "z", "one", "T|wo", "t)wo", "THREE", "X", "y", "ac", "a|b", "]x", "|x", "plain"]:
         whole = re.search(regex, line) is not None
         assert whole == any(re.search(choice, line) is not None for choice in choices), (regex, line)
 

@@ -388,7 +388,8 @@ def _compile_searcher(patterns: frozenset[int], form: str) -> _Searcher:
 
 def top_alternatives(regex: str) -> list[str]:
     r"""``regex``'s top-level choices, as regexes of their own (a leading ``(?i)``, or a group around the whole,
-    such as ``(?i:a|b)``, carried into each): ``a|(?:b|c)|^d`` gives ``a``, ``(?:b|c)``, ``^d``.
+    such as ``(?i:a|b)``, carried into each, and a choice that is such a group split in turn): ``a|(?:b|c)d|^e``
+    gives ``a``, ``(?:b|c)d``, ``^e``; ``x|(?i:y|z)`` gives ``x``, ``(?i:y)``, ``(?i:z)``.
 
     A form's choices go to Hyperscan as the expressions of one database (one pass still; a match of any is a
     match of the form) rather than as one alternation: its compiler's graph of a big alternation took 10-38 MB
@@ -409,8 +410,10 @@ def top_alternatives(regex: str) -> list[str]:
         if char == "|" and depth == 0:
             choices.append(regex[start:at])
             start = at + 1
+    if not choices:
+        return [regex]
     choices.append(regex[start:])
-    return choices
+    return [part for choice in choices for part in top_alternatives(choice)]  # a choice may be a group of choices
 
 
 #: A group opening the regex with flags (``(?i:``, ``(?:``): when it closes at the regex's end, its choices are
