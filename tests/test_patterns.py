@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from conftest import run_cli
 from hotspare import PatternError, PatternSet, Role, load_patterns, scan
 from hotspare.evidence import multi
+from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.patterns import LINE_PREFIX, load_pack_text, with_prefixes
 from hotspare.evidence.patterns.check import check_pack
 from hotspare.evidence.patterns.literals import required_literals
@@ -113,6 +115,30 @@ def test_site_pack_from_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     sys.modules.pop("acme_packs", None)
     assert "site" in load_patterns(environ={}).packs
 
+
+
+def test_entry_points_are_read_only_where_a_distribution_may_advertise_packs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """importlib.metadata (3 MB of modules) is imported only when an entry_points.txt on sys.path names the group,
+    or a sys.path entry is a zip or an egg; a command where no site pack is installed never loads it."""
+    group = patterns_module.ENTRY_POINT_GROUP
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "gone"), str(tmp_path)])
+    other = tmp_path / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (tmp_path / "plain-2.0.dist-info").mkdir()
+    assert not patterns_module._may_advertise(group)
+    (tmp_path / "site.zip").write_bytes(b"PK")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "site.zip")])
+    assert patterns_module._may_advertise(group)
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    (other / "entry_points.txt").write_text(f"[{group}]\nacme = acme_packs\n")
+    assert patterns_module._may_advertise(group)
+    probe = ("import sys\nfrom hotspare.evidence.patterns import load_patterns\nload_patterns(environ={})\n"
+             "print('importlib.metadata' in sys.modules)\n")
+    monkeypatch.undo()
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert loaded.stdout.strip() == "False", loaded.stderr
 
 BROKEN = {
     "not toml": ("[pack\n", "not valid TOML"),
