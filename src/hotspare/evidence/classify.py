@@ -531,6 +531,7 @@ _STATUS_ONLY = frozenset({
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
+    "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
 # CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
