@@ -17,7 +17,7 @@ import pytest
 
 from hotspare import FailureClass, Host, classify, scan
 from hotspare.act.launchers import LaunchSpec, build_argv, render_hostfile, write_hostfile
-from hotspare.sim.local_launcher import death_line, exit_status, parse_faults, rank_env
+from hotspare.sim.local_launcher import death_line, exit_status, parse_faults, rank_env, whole_lines
 
 # One raw spelling with a domain and interface suffix: the launcher must print it as given.
 HOSTS = ["x1921c7s0b0n0-hsn0.hsn.cm.sunspot.alcf.anl.gov", "x1921c7s1b0n0", "x1921c7s2b0n0"]
@@ -30,6 +30,12 @@ env = os.environ
 # One write per line: ranks share the launcher's stdout (print writes the newline separately).
 sys.stdout.write(f"rank host={env['HOTSPARE_HOST']} rank={env['RANK']} local={env['LOCAL_RANK']} world={env['WORLD_SIZE']}\n")
 sys.stdout.flush()
+if env.get("DRIBBLE"):  # a long line in one-byte writes to stderr, then a line left unfinished
+    for byte in f"dribble rank={env['RANK']} " + "x" * int(env["DRIBBLE"]) + "\n":
+        os.write(2, byte.encode())
+    if env["HOTSPARE_HOST"] == env.get("FAIL_HOST"):
+        time.sleep(1)  # the others end their lines before this failure tears them down
+    os.write(2, f"unfinished rank={env['RANK']}".encode())
 if env["HOTSPARE_HOST"] == env.get("STUBBORN_HOST"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a rank that will not stop: teardown must SIGKILL it
 if env["HOTSPARE_HOST"] == env.get("FAIL_HOST"):
@@ -155,6 +161,34 @@ def test_rank_exit_code_ends_the_job_without_blame(tmp_path: Path) -> None:
     reports = hotspare_lines(out)
     assert reports[0].startswith("hotspare-local: host x1921c7s2b0n0 rank ") and reports[0].endswith(" exited with code 3")
     assert classify(scan(out.encode()), rc=3, allocation=[Host(h) for h in HOSTS]).blamed_hosts == ()
+
+
+def test_ranks_writing_at_once_are_forwarded_whole_lines_before_their_end(tmp_path: Path) -> None:
+    """Six ranks write a long stderr line a byte at a time, all at once, then a line with no newline: each
+    reaches the output whole, the unfinished one ended for it on a line of its own, and a failed rank's own words
+    come before the word of its end."""
+    width = 3000
+    with launched(tmp_path, 0, env={"DRIBBLE": str(width), "FAIL_HOST": HOSTS[1]}) as run:
+        rc, out = run.finish()
+    assert rc == 3
+    dribbled = [line for line in out.splitlines() if "dribble" in line]
+    assert sorted(dribbled) == sorted(f"dribble rank={r} " + "x" * width for r in range(len(HOSTS) * PPN)), dribbled
+    lines = out.splitlines()
+    assert {f"unfinished rank={r}" for r in range(len(HOSTS) * PPN)} <= set(lines)  # ended for it, alone
+    failed = [line for line in hotspare_lines(out) if "exited with code 3" in line]
+    assert failed
+    for line in failed:
+        rank = int(line.split(" rank ")[1].split()[0])
+        assert out.index(f"unfinished rank={rank}") < out.index(line)
+
+
+def test_whole_lines_batches_complete_lines_and_holds_the_rest() -> None:
+    assert whole_lines(b"a\nb\r\nc\rpart") == ([b"a\nb\r\nc\r"], b"part")
+    assert whole_lines(b"") == ([], b"")
+    long = b"y" * 10 + b"\n"
+    writes, held = whole_lines(long * 3 + b"z", limit=25)
+    assert (writes, held) == ([long * 2, long], b"z")
+    assert whole_lines(b"w" * 40 + b"\n", limit=25) == ([b"w" * 40 + b"\n"], b"")  # longer than a batch: alone
 
 
 def test_teardown_sigkill_never_blames_the_survivor(tmp_path: Path) -> None:

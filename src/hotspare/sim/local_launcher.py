@@ -7,7 +7,10 @@ identity in its environment (:func:`rank_env`). ``--pids`` gets ``{host: pgid}``
 
 This module is the one exception to "only runner.py starts processes": it IS
 a launcher, run by the runner as a child like mpiexec or srun. Argv lists
-only, never a shell. Lines it prints (one per rank that ends badly, in the
+only, never a shell. Like mpiexec and srun, it forwards each rank's stdout
+and stderr to its own a whole line at a time, so lines of ranks that print at
+once never mix mid-line (two tracebacks written together would otherwise
+read ``IndexErrorIndexError: : list index...``). Lines it prints (one per rank that ends badly, in the
 order seen, then the teardown of every other rank)::
 
     hotspare-local: host <raw> rank <r> died from signal <n>
@@ -32,9 +35,11 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +61,15 @@ SETTLE_S = 0.2
 GRACE_S = 2.0
 #: How long to wait for SIGKILLed ranks to be reaped before giving up on them.
 REAP_S = 5.0
+#: A line held back for want of its newline is written after this much quiet
+#: (a progress bar, a prompt), so output is never withheld for long.
+PARTIAL_LINE_S = 0.5
+#: How long, at most, a rank's report waits for its last output to be forwarded
+#: (a child of the rank may hold its stream open long after it ended).
+FORWARD_WAIT_S = 0.5
+#: One read from a rank; also the longest write: a pipe takes one of at most
+#: PIPE_BUF bytes whole, so lines are batched up to that.
+READ_BYTES = 65536
 EXIT_UNREACHABLE = 255
 EXIT_USAGE = 2
 _PR_SET_PDEATHSIG = 1
@@ -109,6 +123,67 @@ def exit_status(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
+def whole_lines(data: bytes, limit: int = select.PIPE_BUF) -> tuple[list[bytes], bytes]:
+    """``data`` cut into writes of whole lines (ended by ``\\n`` or ``\\r``) of at most ``limit`` bytes
+    each, a longer line alone; and the unfinished last line, held back."""
+    lines = data.splitlines(keepends=True)  # bytes split at \\n, \\r and \\r\\n only
+    held = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+    writes: list[bytes] = []
+    batch = b""
+    for line in lines:
+        if batch and len(batch) + len(line) > limit:
+            writes.append(batch)
+            batch = b""
+        batch += line
+    if batch:
+        writes.append(batch)
+    return writes, held
+
+
+class Forwarder:
+    """Copies one rank's stream (a pipe it writes) to one of the launcher's own, whole lines at a time."""
+
+    def __init__(self, source: int, target: int) -> None:
+        self.source, self.target = source, target
+        self.thread = threading.Thread(target=self._run, name=f"forward-{source}", daemon=True)
+        self._broken = False
+        self._mid_line = False
+
+    def _write(self, data: bytes) -> None:
+        # A reader that went away (the runner ended) must not stop the draining:
+        # a rank blocked on a full pipe would never end.
+        self._mid_line = not data.endswith((b"\n", b"\r"))
+        if not self._broken:
+            try:
+                os.write(self.target, data)
+            except OSError:
+                self._broken = True
+
+    def _run(self) -> None:
+        held = b""
+        try:
+            while True:
+                ready, _, _ = select.select([self.source], [], [], PARTIAL_LINE_S if held else None)
+                if not ready:
+                    self._write(held)
+                    held = b""
+                    continue
+                chunk = os.read(self.source, READ_BYTES)
+                if not chunk:
+                    break
+                writes, held = whole_lines(held + chunk)
+                if len(held) >= READ_BYTES:  # a line with no end in sight goes as it is
+                    writes, held = [*writes, held], b""
+                for data in writes:
+                    self._write(data)
+        finally:
+            # The rank's last words, unended (held, or written after a quiet spell):
+            # end them, or the next line would join them.
+            if held or self._mid_line:
+                self._write(held + b"\n")
+            os.close(self.source)
+
+
 @dataclass(slots=True)
 class HostGroup:
     """The ranks of one host (rank number to process): one process group, led by its first rank."""
@@ -116,6 +191,8 @@ class HostGroup:
     host: Host
     pgid: int
     ranks: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: Each rank's stdout and stderr forwarders, started once every host is.
+    forwarders: dict[int, tuple[Forwarder, Forwarder]] = field(default_factory=dict)
     done: set[int] = field(default_factory=set)
     #: Whether this launcher SIGKILLed the group (teardown), so its signal-9 deaths are ours.
     killed: bool = False
@@ -164,10 +241,17 @@ def start_host(host: Host, index: int, ppn: int, command: Sequence[str], world: 
             env = rank_env(os.environ, host, index, local, ppn=ppn, world=world)
             proc = subprocess.Popen(
                 list(command), env=env, stdin=subprocess.DEVNULL, process_group=group.pgid if group else 0,
-                preexec_fn=hook,  # noqa: PLW1509 - the launcher runs no threads
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                preexec_fn=hook,  # noqa: PLW1509 - no thread runs until every rank is started
             )
             group = group or HostGroup(host, proc.pid)
-            group.ranks[index * ppn + local] = proc
+            rank = index * ppn + local
+            group.ranks[rank] = proc
+            assert proc.stdout is not None and proc.stderr is not None
+            group.forwarders[rank] = (Forwarder(os.dup(proc.stdout.fileno()), sys.stdout.fileno()),
+                                      Forwarder(os.dup(proc.stderr.fileno()), sys.stderr.fileno()))
+            proc.stdout.close()
+            proc.stderr.close()
     except BaseException:
         if group is not None:  # never leave a half-started host behind
             group.signal(signal.SIGKILL)
@@ -201,6 +285,10 @@ class Launcher:
                 self.groups.append(start_host(host, index, self.ppn, self.command, world))
                 if host in self.faults.frozen:
                     self.groups[-1].signal(signal.SIGSTOP)
+        for group in self.groups:  # only now: forking while threads run is unsafe
+            for pair in group.forwarders.values():
+                for forwarder in pair:
+                    forwarder.thread.start()
         if self.pids_path is not None:
             write_atomic(self.pids_path, json.dumps({g.host.raw: g.pgid for g in self.groups}))
         down = [h for h in self.hosts if h in self.faults.down]
@@ -233,6 +321,7 @@ class Launcher:
     def report(self) -> int | None:
         """Reap ranks that ended, print one line per bad end; the first bad return code, if any."""
         first: int | None = None
+        deadline = self.clock() + FORWARD_WAIT_S
         for group in self.groups:
             for rank, proc in group.ranks.items():
                 rc = None if rank in group.done else proc.poll()
@@ -241,6 +330,10 @@ class Launcher:
                 group.done.add(rank)
                 line = death_line(group.host, rank, rc, killed_by_us=group.killed)
                 if line is not None:
+                    # What the rank said before it ended comes before the word of its end.
+                    for forwarder in group.forwarders.get(rank, ()):
+                        if forwarder.thread.is_alive():
+                            forwarder.thread.join(max(0.0, deadline - self.clock()))
                     _say(line)
                     first = rc if first is None else first
         return first
