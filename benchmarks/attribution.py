@@ -64,6 +64,8 @@ class Excerpt:
     rc: int | None = None
     allocation: tuple[Host, ...] | None = None
     known_miss: str | None = None
+    #: Why a labelled suspect is not reported though the verdict is right (a host named where no rule reads it).
+    suspect_miss: str | None = None
 
 
 @dataclass
@@ -126,7 +128,7 @@ def load_corpus(directory: Path = CORPUS) -> list[Excerpt]:
                 suspect=_hosts(raw.get("suspect", []), where), exclude=_hosts(raw["exclude"], where),
                 retryable=bool(raw["retryable"]), text=raw["text"], rc=raw.get("rc"),
                 allocation=tuple(_hosts(alloc, where)) if alloc is not None else None,
-                known_miss=raw.get("known_miss"),
+                known_miss=raw.get("known_miss"), suspect_miss=raw.get("suspect_miss"),
             ))
     return found
 

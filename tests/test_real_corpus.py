@@ -58,7 +58,7 @@ def test_known_miss_is_safe_and_still_a_miss(excerpt, patterns: PatternSet) -> N
     assert not got.right, f"{excerpt.id} is now right: remove its known_miss ({excerpt.known_miss})"
 
 
-SUSPECT_EXCERPTS = [e for e in EXCERPTS if e.suspect and not e.known_miss]
+SUSPECT_EXCERPTS = [e for e in EXCERPTS if e.suspect and not e.known_miss and not e.suspect_miss]
 
 
 def test_every_kind_of_lead_is_in_the_table() -> None:
@@ -83,3 +83,12 @@ def test_a_lead_gives_a_suspect_never_blame(excerpt, patterns: PatternSet) -> No
     got = attribution.judge(excerpt, patterns)
     assert excerpt.suspect <= got.suspect, f"not suspects: {sorted(h.name for h in excerpt.suspect - got.suspect)}"
     assert not (got.blamed | got.exclude) & excerpt.suspect, got.reason
+
+
+@pytest.mark.parametrize("excerpt", [e for e in EXCERPTS if e.suspect_miss], ids=lambda e: e.id)
+def test_a_stated_suspect_miss_is_safe_and_still_missed(excerpt, patterns: PatternSet) -> None:  # type: ignore[no-untyped-def]
+    """A suspect the verdict does not report though it is otherwise right (``suspect_miss = "why"``): none of the
+    labelled suspects blamed or evicted, and one still unreported (when it is found, this fails: drop the field)."""
+    got = attribution.judge(excerpt, patterns)
+    assert not (got.blamed | got.exclude) & excerpt.suspect, got.reason
+    assert not excerpt.suspect <= got.suspect, f"{excerpt.id}: every suspect found: remove its suspect_miss"
