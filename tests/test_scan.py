@@ -155,13 +155,14 @@ def test_a_root_line_naming_no_host_is_kept_once_per_text_bounded(patterns: Patt
     assert scan(path, patterns) == result
 
 
-def test_a_rejoined_line_that_matches_again_is_one_record(patterns: PatternSet) -> None:
-    """A paste's line rejoined with the next (as if wrapped) that a root pattern matches again, beside the match of
-    its first part, is one line: one record with a count, not two records of different texts."""
+def test_a_line_a_pattern_matches_whole_is_not_rejoined_for_it(patterns: PatternSet) -> None:
+    """A paste's line that a root pattern matches by itself is not rejoined with the next for that pattern (as if
+    wrapped): each line is its own record, and no record holds the two lines' texts run together."""
     text = (b"Reading in tax DB...terminate called after throwing an instance of 'std::bad_alloc'\n"
             b"  what():  std::bad_alloc\n")
     roots = [ev for ev in scan(text, patterns).evidence if ev.pattern == "python.host_oom"]
-    assert [(ev.line, ev.count) for ev in roots] == [(1, 2)]
+    assert [(ev.line, ev.count) for ev in roots] == [(1, 1), (2, 1)]
+    assert not any("what()" in ev.text and "tax DB" in ev.text for ev in roots)
 
 
 def test_hostile_host_text_is_data_never_a_host(patterns: PatternSet) -> None:
@@ -195,6 +196,19 @@ def test_adversarial_input_scans_and_still_finds_the_root(patterns: PatternSet) 
     evil = (b"srun: error: " + b"a:" * 30_000 + b"\n") * 20 + (b"slurmstepd-" * 5000 + b"\n") * 20
     result = scan(evil + ROOT, patterns)
     assert _hits(result, "pals.rank_signal_9") == [(41, "x1921c7s1b0n0")]
+
+
+def test_a_pasted_tables_rows_are_never_rejoined_as_a_wrapped_line(patterns: PatternSet) -> None:
+    """Rows a scheduler pads to one width (``sinfo -lNe``; here exactly 100 wide, a width pastes are cut at) are
+    each a line: the last row is not taken for the rest of the one above it (which hid compute005, a down node,
+    from the verdict)."""
+    rows = [f"compute00{n}      1     main*       down*   12   12:1:1  64267        0      1   (null) Not responding"
+            for n in range(1, 6)]
+    data = ("NODELIST    NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT FEATURES REASON\n"
+            + "\n".join(rows) + "\n").encode()
+    assert {len(r) for r in rows} == {100} and 100 in scan_module.PASTE_WIDTHS
+    verdict = classify(scan(data, patterns))
+    assert sorted(h.name for h in verdict.blamed_hosts) == [f"compute00{n}" for n in range(1, 6)], verdict.reason
 
 
 def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) -> None:

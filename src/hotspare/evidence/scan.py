@@ -313,9 +313,11 @@ class Scanner:
                 found.append(ev)
 
     def _match_line(
-        self, line: bytes, lineno: int, found: list[Evidence] | None, *, only_across: int | tuple[int, ...]
+        self, line: bytes, lineno: int, found: list[Evidence] | None, *, only_across: int | tuple[int, ...],
+        whole: bytes | None = None,
     ) -> list[tuple[str, int]]:
-        """Match a rejoined line, keeping only matches spanning ``only_across`` (or one of those offsets).
+        """Match a rejoined line, keeping only matches spanning ``only_across`` (or one of those offsets), and
+        none of a pattern that already matches ``whole`` (the first piece) by itself.
 
         Returns ``(pattern name, match end)`` for each pattern that matched.
         """
@@ -326,6 +328,8 @@ class Scanner:
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
+                continue
+            if whole is not None and pattern.compiled.search(whole) is not None:
                 continue
             matched.append((pattern.qualname, match.end()))
             self._add(line_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
@@ -398,7 +402,9 @@ class Scanner:
 
         A line exactly one of :data:`PASTE_WIDTHS` wide was cut there (joined as is); a line of
         :data:`MIN_SOFT_WRAP` up to the widest width may have been wrapped at a space (joined with one). Only
-        matches that cross a join are new. Bounded: pastes are small (:data:`PASTE_BYTES`), and one line
+        matches that cross a join are new, and only of patterns the first piece does not match alone: a
+        line whole by itself needs no rest (a table's rows padded to one width, sinfo's or qstat's, one of
+        the cut widths or not, are each a line, and the next row is not retracted as a fragment). Bounded: pastes are small (:data:`PASTE_BYTES`), and one line
         is rejoined from at most :data:`MAX_WRAP_PIECES` pieces.
         """
         starts = [0] + [m.end() for m in re.finditer(rb"\n", text)]
@@ -423,7 +429,8 @@ class Scanner:
                     break
             if not joins:
                 continue
-            for name, end in self._match_line(joined, counter.at(starts[i]), found, only_across=tuple(joins)):
+            for name, end in self._match_line(joined, counter.at(starts[i]), found, only_across=tuple(joins),
+                                              whole=piece):
                 # The pieces the whole line's match ran into were read as lines of their own too: what the
                 # same pattern made of a fragment ("0n0: rank 5 died ...") is not a second event.
                 for k, join in enumerate(joins, start=1):
