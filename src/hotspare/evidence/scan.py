@@ -404,8 +404,9 @@ class Scanner:
         :data:`MIN_SOFT_WRAP` up to the widest width may have been wrapped at a space (joined with one). Only
         matches that cross a join are new, and only of patterns the first piece does not match alone: a
         line whole by itself needs no rest (a table's rows padded to one width, sinfo's or qstat's, one of
-        the cut widths or not, are each a line, and the next row is not retracted as a fragment). Bounded: pastes are small (:data:`PASTE_BYTES`), and one line
-        is rejoined from at most :data:`MAX_WRAP_PIECES` pieces.
+        the cut widths or not, are each a line, and the next row is not retracted as a fragment). Bounded:
+        pastes are small (:data:`PASTE_BYTES`), and one line is rejoined from at most :data:`MAX_WRAP_PIECES`
+        pieces.
         """
         starts = [0] + [m.end() for m in re.finditer(rb"\n", text)]
         pieces = [_clean(text[a : b - 1]) for a, b in itertools.pairwise(starts)]
