@@ -1060,6 +1060,15 @@ def test_a_field_naming_where_errors_go_is_not_the_last_resort(patterns: Pattern
     assert verdict(f"{line}\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR
 
 
+def test_a_field_label_followed_by_the_error_itself_is_read(patterns: PatternSet) -> None:
+    """An issue template's 'Error Log:' field with the log pasted after it (slime#274, heldout166) is the error, not a
+    label and a path: torch_memory_saver's CUresult 2 reads as out of memory."""
+    line = ("Error Log:`[torch_memory_saver.cpp] CUresult error: 2 (out of memory) file=csrc/utils.h "
+            "func=cu_mem_create line=187`\n")
+    assert verdict(line, patterns).failure_class is FailureClass.OOM
+    assert verdict("error file: job.err.000\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR
+
+
 def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns: PatternSet) -> None:
     line = ("ERROR: ld.so: object '/usr/lib64/libjemalloc.so' from LD_PRELOAD cannot be preloaded "
             "(cannot open shared object file): ignored.\n")

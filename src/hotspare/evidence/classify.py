@@ -706,8 +706,10 @@ _INFRA_WORDS = re.compile(
 _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing\b|\bfall(?:ing)? ?back\b|\binstead\b|"
                       r"\bdeprecated\b|\bwill (?:be )?(?:use|using|proceed)|"
                       # a report's field that names where errors go ('error file: job.err.000', pegasus-analyzer's
-                      # failed-job table; 'Error log: ...'): a label and a path, not an error
-                      r"^\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=]")
+                      # failed-job table; torchrun's 'error_file: <N/A>'): a label and one path, not an error. A label
+                      # followed by the error itself ('Error Log: `... out of memory ...`', an issue template's field
+                      # with the log pasted after it) is the error, and is read
+                      r"^\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
 
 
 # A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
