@@ -1114,6 +1114,34 @@ def test_a_ranks_oom_with_another_ranks_exit_line_names_no_host(patterns: Patter
     assert names(v.blamed_hosts) == []
 
 
+def test_a_ranks_gpu_fault_takes_the_host_of_cray_mpich_abort_header_for_that_rank(patterns: PatternSet) -> None:
+    """E3SM on Perlmutter (srun -l): rank 2047's Kokkos line says its GPU was busy or unavailable and names no host;
+    Cray MPICH's abort header for rank 2047 does ('[nid004069] - Abort(1)'). The same rank number ties them: that
+    node's GPU is at fault (blamed and kept out); the MPI_Abort is the runtime's reaction, not a user error."""
+    v = verdict(
+        "2047: cudaSetDevice(cuda_device_id) error( cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are "
+        "busy or unavailable /src/kokkos/core/src/Cuda/Kokkos_Cuda_Instance.cpp:544\n"
+        "2047: MPICH ERROR [Rank 2047] [job id 57638547.0] [Fri Aug 28 22:45:13 2026] [nid004069] - Abort(1) (rank "
+        "2047 in comm 432): application called MPI_Abort(comm=0xC4000001, 1) - process 2047\n",
+        patterns,
+    )
+    assert v.failure_class is FailureClass.GPU_HW
+    assert names(v.blamed_hosts) == ["nid004069"]
+    assert names(v.exclude_hosts) == ["nid004069"]
+
+
+def test_a_ranks_gpu_fault_with_another_ranks_mpich_header_names_no_host(patterns: PatternSet) -> None:
+    """The abort header is for a different rank (and only a lead): no tie, no host."""
+    v = verdict(
+        "7: cudaSetDevice(dev) error( cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are busy or unavailable\n"
+        "3: MPICH ERROR [Rank 3] [job id 1.0] [Fri Aug 28 22:45:13 2026] [nid001300] - Abort(1) (rank 3 in comm 0): "
+        "application called MPI_Abort(comm=0xC4000001, 1) - process 3\n",
+        patterns,
+    )
+    assert v.failure_class is FailureClass.GPU_HW
+    assert names(v.blamed_hosts) == []
+
+
 LSF_HEADER = ("Job was executed on host(s) <n-62-20-12>, in queue <gpuv100>, as user <s1> in cluster <dcc> at "
               "Sun Mar 31 10:49:08 2024\n")
 SLURM_MEMORY_KILL = "slurmstepd: error: Job 42664148 exceeded memory limit (10889240 > 4194304), being killed\n"

@@ -991,9 +991,11 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
 #: '  7: ', a colon and a space: a time of day's '12:34' is no rank).
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank([0-9]+)\]:|([0-9]+): )")
 #: Launcher lines that give a rank's host with its end (PALS: 'host: rank 7 exited with code 1'; srun: 'srun: error:
-#: host: task 7: Exited with exit code 1', 'host: task 7: Aborted (core dumped)').
+#: host: task 7: Exited with exit code 1', 'host: task 7: Aborted (core dumped)'; Cray MPICH's abort header of that
+#: rank: 'MPICH ERROR [Rank 7] [job id J] [date] [host] - Abort(1) ...').
 _RANK_EXIT_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "slurm.srun_tasks_exit_code", "slurm.srun_tasks_other_signal",
+    "pals.cray_mpich_error_host",
 })
 
 
@@ -1007,7 +1009,8 @@ def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Eviden
     if prefix is None:
         return []
     rank = prefix.group(1) or prefix.group(2)
-    ended = re.compile(rf"\b(?:rank {rank} exited with code [1-9][0-9]*\b|task {rank}: )")
+    ended = re.compile(rf"\b(?:rank {rank} exited with code [1-9][0-9]*\b|task {rank}: )"
+                       rf"|\bMPICH ERROR \[Rank {rank}\] ")
     return [e for e in usable if e.pattern in _RANK_EXIT_LINES and e.host is not None and e.line > root.line
             and ended.search(e.text)][:1]
 
@@ -1067,15 +1070,20 @@ def _device_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: t
                   and not _passed_over(e, evidence)), None)
     if fault is None or fault.host is not None:
         return decision
-    place = next((e for e in _one_host_named(usable)
-                  if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
-                  or (e.pattern == _PROMPT and not _QUERY_COMMAND.search(e.text)
-                      and not _REMOTE_COMMAND.search(e.text))), None)
+    # A rank's own line ('2047: cudaSetDevice(...) error( cudaErrorDevicesUnavailable) ...') is placed by that rank's
+    # end, as a crash's is; otherwise by the one host the log names.
+    tied = _rank_exit_host(fault, usable)
+    place = tied[0] if tied else next(
+        (e for e in _one_host_named(usable)
+         if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
+         or (e.pattern == _PROMPT and not _QUERY_COMMAND.search(e.text) and not _REMOTE_COMMAND.search(e.text))),
+        None)
     if place is None or place.host is None:
         return decision
     blamed = (Blame(place.host, QuarantineReason.SCRAPED, (fault, place)),)
-    return _Decision(decision.failure_class, blamed, f"{decision.reason}; on {place.host.name}, the one host the "
-                     f"log names ({place.pattern} at line {place.line})", line=decision.line)
+    where = "where the launcher says that rank ended" if tied else "the one host the log names"
+    return _Decision(decision.failure_class, blamed, f"{decision.reason}; on {place.host.name}, {where} "
+                     f"({place.pattern} at line {place.line})", line=decision.line)
 
 
 def _from_facts(facts: SchedulerFacts | None) -> _Decision | None:
