@@ -187,6 +187,21 @@ def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternS
     assert v.exclude_hosts == ()
 
 
+def test_a_fault_signal_sent_by_another_process_is_no_crash(patterns: PatternSet) -> None:
+    """Open MPI's handler prints 'Signal code:  (0)' (SI_USER) when the SIGSEGV was kill()ed into the process (a
+    `timeout -s SEGV`): no fault of that host, so it names no origin; a real fault ('Address not mapped (1)') does."""
+    head = "[n3:02612] *** Process received signal ***\n[n3:02612] Signal: Segmentation fault (11)\n"
+    sent = verdict(head + "[n3:02612] Signal code:  (0)\n[n3:02612] Failing at address: 0x10af00000a33\n", patterns)
+    assert sent.blamed_hosts == () and sent.exclude_hosts == (), sent.reason
+    assert sent.failure_class is not FailureClass.RANK_KILLED, sent.reason
+    fault = verdict(head + "[n3:02612] Signal code: Address not mapped (1)\n[n3:02612] Failing at address: 0x8\n",
+                    patterns)
+    assert fault.failure_class is FailureClass.RANK_KILLED and names(fault.blamed_hosts) == ["n3"], fault.reason
+    # Another host's SI_USER line says nothing of this host's crash.
+    other = verdict(head + "[n4:02613] Signal code:  (0)\n", patterns)
+    assert names(other.blamed_hosts) == ["n3"], other.reason
+
+
 def test_a_crash_handlers_mpi_abort_is_the_crash(patterns: PatternSet) -> None:
     """Runtimes that trap a crash signal end the job with MPI_Abort (Charm++, PETSc): the crash came first and
     decides; the same MPI_Abort with no crash before it is the program's own stop."""

@@ -179,6 +179,7 @@ def classify(
     """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
     line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
+    evidence = _without_sent_faults(evidence)
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
@@ -319,6 +320,22 @@ def _is_crash(ev: Evidence) -> bool:
     if it came first)."""
     return (ev.role is Role.CONTEXT and ev.host_means is HostMeaning.ORIGIN
             and ev.failure_class is FailureClass.RANK_KILLED)
+
+
+# Open MPI's crash handler saying the fault signal came from another process's kill() (si_code SI_USER).
+_SENT_FAULT = "openmpi.opal_signal_sent_by_process"
+_SENT_FAULT_LINES = 3
+
+
+def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """Drop crash lines that the handler's next lines say were sent from outside: a SIGSEGV/SIGBUS/SIGILL/SIGFPE
+    whose si_code is SI_USER ('Signal code:  (0)' within a few lines, same host) was kill()ed into the process (a
+    ``timeout -s SEGV``, a watchdog), not a fault of its own, so it names no origin."""
+    sent = [e for e in evidence if e.pattern == _SENT_FAULT]
+    if not sent:
+        return evidence
+    return tuple(e for e in evidence if not (_is_crash(e) and any(
+        0 < s.line - e.line <= _SENT_FAULT_LINES and s.host == e.host for s in sent)))
 
 
 def _before_crash(
