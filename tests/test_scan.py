@@ -228,7 +228,7 @@ def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) 
     assert detect_wrap_width(plain) is None
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=4096))
 def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
     """Any byte string scans without error, and line numbers stay within the input."""
@@ -237,7 +237,7 @@ def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
         assert 1 <= ev.line <= data.count(b"\n") + 1
 
 
-@settings(max_examples=30, deadline=5000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.binary(min_size=1, max_size=64), st.integers(min_value=1, max_value=160))
 def test_fuzz_long_lines_bounded(chunk: bytes, repeat_k: int) -> None:
     """Lines up to ~10 MB of repeated random bytes scan, truncated, without error."""
@@ -262,7 +262,7 @@ def _boundaries(line: bytes) -> list[int]:
     return [i for i in range(len(line) + 1) if not (0 < i < len(line) and _word(line[i - 1 : i]) and _word(line[i : i + 1]))]
 
 
-@settings(max_examples=300, deadline=2000)
+@settings(max_examples=300, deadline=None)
 @given(st.sampled_from(EXAMPLES), st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(ESCAPES)), max_size=6))
 def test_escapes_at_word_boundaries_never_hide_a_match(example: tuple[str, str], inserts: list[tuple[int, bytes]]) -> None:
     """Every pattern example yields the same evidence with escapes and NULs inserted at any word boundaries
@@ -388,7 +388,7 @@ def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
     assert escaped > 100
 
 
-@settings(max_examples=200, deadline=4000)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),
                 max_size=12))
