@@ -57,6 +57,8 @@ PASTE_WIDTHS = frozenset({72, 80, 100, 120, 132})
 MIN_SOFT_WRAP = 40
 #: Most pieces one wrapped line is rejoined from.
 MAX_WRAP_PIECES = 4
+#: A mail reply's quote marks at the start of a line ('> ', '> > ', '>>').
+_QUOTE = re.compile(rb"[ \t]*>(?:[ \t]*>)*[ \t]?")
 
 #: Bytes read per block from a file.
 BLOCK_BYTES = 1 << 20
@@ -418,6 +420,11 @@ class Scanner:
             for nxt in pieces[i + 1 : i + MAX_WRAP_PIECES]:
                 if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest:
                     break
+                # A mail reply quotes every line it wrapped: the next piece's own quote marks (the ones this
+                # line opened with) are the renderer's, not the program's words.
+                quote, again = _QUOTE.match(piece), _QUOTE.match(nxt)
+                if quote is not None and again is not None and _marks(again) == _marks(quote):
+                    nxt = nxt[again.end():]
                 # Blanks at the cut (a wrap at a space the renderer kept, a paste's padding, an indented block's
                 # indent on the next piece) stand for the one space of the line as printed.
                 bare, rest = joined.rstrip(b" \t"), nxt.lstrip(b" \t")
@@ -538,6 +545,11 @@ def detect_wrap_width(sample: bytes) -> int | None:
     if widest < MIN_WRAP_WIDTH or at_widest < max(MIN_WRAPPED_LINES, len(lines) // 50):
         return None
     return widest
+
+
+def _marks(quote: re.Match[bytes]) -> bytes:
+    """A quote's marks without its blanks: '> > ' and '>>' are the same depth."""
+    return quote.group().replace(b" ", b"").replace(b"\t", b"")
 
 
 def _clean(line: bytes) -> bytes:

@@ -83,6 +83,7 @@ LINE_PREFIX = (
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
     r"(?:" + _SYSLOG_TAG + ")?"
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
+    r"|<std(?:out|err)>:"                                         # the same tag whose [1,0] a paste cut off
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
     r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"                   # a bare time of day
