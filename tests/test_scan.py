@@ -211,6 +211,23 @@ def test_a_pasted_tables_rows_are_never_rejoined_as_a_wrapped_line(patterns: Pat
     assert sorted(h.name for h in verdict.blamed_hosts) == [f"compute00{n}" for n in range(1, 6)], verdict.reason
 
 
+@pytest.mark.parametrize("marks", ["> ", "> > ", ">> ", "  > "])
+def test_a_quoted_reply_wrapped_by_the_mail_client_is_one_line(patterns: PatternSet, marks: str) -> None:
+    """A mailing-list reply quotes each piece of a line its client wrapped: the second piece's quote marks are the
+    client's, so the line as mpirun printed it (and the node it names) is read across the wrap."""
+    data = (f"{marks}mpirun noticed that job rank 0 with PID 7078 on node n01-044-0\n"
+            f"{marks}exited on signal 8 (Floating point exception).\n").encode()
+    verdict = classify(scan(data, patterns), rc=1)
+    assert verdict.blamed_hosts == (Host("n01-044-0"),), verdict.reason
+
+
+def test_a_wrap_into_a_deeper_quote_is_not_joined(patterns: PatternSet) -> None:
+    """Marks of another depth start another message's line: no join, and no host taken from across it."""
+    data = (b"> mpirun noticed that job rank 0 with PID 7078 on node n01-044-0\n"
+            b"> > exited on signal 8 (Floating point exception).\n")
+    assert classify(scan(data, patterns), rc=1).blamed_hosts == ()
+
+
 def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) -> None:
     """'auto' finds the width a capture was wrapped at and rejoins a root line split there; plain logs stay unwrapped."""
     width = 80
