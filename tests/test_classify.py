@@ -202,6 +202,23 @@ def test_a_fault_signal_sent_by_another_process_is_no_crash(patterns: PatternSet
     assert names(other.blamed_hosts) == ["n3"], other.reason
 
 
+def test_a_transport_librarys_io_status_is_no_storage_fault(patterns: PatternSet) -> None:
+    """UCX prints its status UCS_ERR_IO_ERROR as 'Input/output error': on its own lines that is a failed transport
+    operation, so the rank's abort after it decides (its node the origin); the same words from a file tool stay a
+    storage fault."""
+    ucx = ("0: [1580334918.341467] [c9:43722:2]       ucp_rkey.c:266  UCX  ERROR failed to unpack remote key from "
+           "remote md[5]: Input/output error\n"
+           "0: [c9:43722:2:43760]        rndv.c:943  Fatal: failed to unpack rendezvous remote key received from "
+           "<no debug data>: Input/output error\n"
+           "srun: error: c9: task 0: Aborted\n"
+           "srun: error: c9: task 1: Terminated\n")
+    v = verdict(ucx, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and names(v.blamed_hosts) == ["c9"], v.reason
+    tool = verdict("cp: error writing '/lus/x/ckpt.pt': Input/output error\nsrun: error: c9: task 0: Exited with exit"
+                   " code 1\n", patterns)
+    assert tool.failure_class is FailureClass.TRANSIENT_IO, tool.reason
+
+
 def test_a_crash_handlers_mpi_abort_is_the_crash(patterns: PatternSet) -> None:
     """Runtimes that trap a crash signal end the job with MPI_Abort (Charm++, PETSc): the crash came first and
     decides; the same MPI_Abort with no crash before it is the program's own stop."""

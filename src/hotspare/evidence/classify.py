@@ -179,7 +179,7 @@ def classify(
     """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
     line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
-    evidence = _without_sent_faults(evidence)
+    evidence = _without_transport_status(_without_sent_faults(evidence))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
@@ -325,6 +325,21 @@ def _is_crash(ev: Evidence) -> bool:
 # Open MPI's crash handler saying the fault signal came from another process's kill() (si_code SI_USER).
 _SENT_FAULT = "openmpi.opal_signal_sent_by_process"
 _SENT_FAULT_LINES = 3
+
+
+#: A transport library's own log line ending in its status string for a failed operation: UCX's 'Input/output
+#: error' is ucs_status_string(UCS_ERR_IO_ERROR) (src/ucs/type/status.c, read at openucx/ucx), printed by ucs_error
+#: ('UCX  ERROR failed to unpack remote key ...'), a transport's fatal report ('rndv.c:943  Fatal: ...') and Open
+#: MPI's pml_ucx ('pml_ucx.c:775  Error: ucx send failed: ...'). A failed transport operation, not a file system's
+#: EIO: what follows it (the rank's crash, its abort) decides.
+_TRANSPORT_STATUS = re.compile(r"(?:\bUCX +(?:ERROR|FATAL|WARN|DIAG)\b|\] +[a-z_0-9]+\.c:[0-9]+ +Fatal: |"
+                               r"\bpml_ucx\.c:[0-9]+ +Error: ).*: Input/output error\.?[ \t]*$")
+
+
+def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`)."""
+    return tuple(e for e in evidence
+                 if not (e.failure_class is FailureClass.TRANSIENT_IO and _TRANSPORT_STATUS.search(e.text)))
 
 
 def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
