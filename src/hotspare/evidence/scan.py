@@ -423,11 +423,10 @@ class Scanner:
                 # A mail reply quotes every line it wrapped: the next piece's own quote marks (the ones this
                 # line opened with) are the renderer's, not the program's words.
                 quote, again = _QUOTE.match(piece), _QUOTE.match(nxt)
-                if quote is not None and again is not None and _marks(again) == _marks(quote):
-                    nxt = nxt[again.end():]
+                words = nxt[again.end():] if quote and again and _marks(again) == _marks(quote) else nxt
                 # Blanks at the cut (a wrap at a space the renderer kept, a paste's padding, an indented block's
                 # indent on the next piece) stand for the one space of the line as printed.
-                bare, rest = joined.rstrip(b" \t"), nxt.lstrip(b" \t")
+                bare, rest = joined.rstrip(b" \t"), words.lstrip(b" \t")
                 blanks = len(bare) < len(joined) or len(rest) < len(nxt)
                 joined = bare
                 sep = b" " if blanks or last not in PASTE_WIDTHS else b""
