@@ -241,6 +241,25 @@ def test_an_abort_through_the_programs_own_abort_routine_is_its_stop(patterns: P
     assert verdict(segv + frame, patterns).failure_class is FailureClass.RANK_KILLED
 
 
+def test_an_atp_crash_report_whose_walkback_passes_through_mpi_abort_is_the_programs_stop(patterns: PatternSet) -> None:
+    """Cray ATP reports the SIGABRT MPI_Abort raises as a crash ('Application N is crashing', 'Process died with
+    signal 6'): when the walkback it prints goes through MPI_Abort, the rank stopped itself and the program's own
+    MPI_Abort decides, wherever the banner landed; the SIGKILLs of the other PEs are the teardown. The same banner
+    over a walkback without MPI_Abort is a crash first."""
+    banner = "Application 196964917 is crashing. ATP analysis proceeding...\n"
+    abort = ("Rank 320 [Mon Jun  5 15:40:06 2023] [c7-2c0s8n3] application called MPI_Abort(MPI_COMM_WORLD, 60)"
+             " - process 320\n")
+    walkback = ("ATP Stack walkback for Rank 320 starting:\n  main@nemo.f90:18\n  ctl_stop$lib_mpp_@lib_mpp.F90:1722\n"
+                "  mpi_abort__@0x56024bc\n  MPI_Abort@0x55f97ed\n  abort@abort.c:92\nATP Stack walkback for Rank 320 done\n"
+                "Process died with signal 6: 'Aborted'\n")
+    kill = ("_pmiu_daemon(SIGCHLD): [NID 06768] [c7-2c0s12n0] [Mon Jun  5 15:41:51 2023] PE RANK 342 exit signal Killed\n")
+    v = verdict(banner + abort + walkback + kill, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and v.blamed_hosts == () and v.exclude_hosts == ()
+    crash = ("ATP Stack walkback for Rank 320 starting:\n  main@nemo.f90:18\nATP Stack walkback for Rank 320 done\n"
+             "Process died with signal 11: 'Segmentation fault'\n")
+    assert verdict(banner + abort + crash, patterns).failure_class is FailureClass.RANK_KILLED
+
+
 def test_node_fault_blames_and_excludes(patterns: PatternSet) -> None:
     """A node the launcher says failed is both the origin and the host to keep out."""
     v = verdict("srun: error: Node failure on n3\nsrun: error: n1: task 0: Terminated\n", patterns, rc=1,

@@ -820,7 +820,21 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     relayed = ev.pattern in _ABORTS_JOB
     return any(_is_crash(e) and (e.line < ev.line or (relayed and e.pattern in _HANDLER_ABORTS))
                and (teardown is None or e.line < teardown)
-               and not (own_abort and _ABORT.search(e.text)) for e in evidence)
+               and not (own_abort and _ABORT.search(e.text)) and not _walks_back_to_abort(e, evidence)
+               for e in evidence)
+
+
+# A frame of MPI_Abort in the stack walkback a crash report prints with it (Cray ATP's 'Application N is crashing'
+# and 'Process died with signal 6' around 'ATP Stack walkback for Rank N' ... '  MPI_Abort@0x...'): the signal it
+# reports is the SIGABRT MPI_Abort raised to end the rank, the program's own stop, not a crash that explains it.
+_ABORT_FRAMES = frozenset({"alps.atp_frame_mpi_abort"})
+_WALKBACK_LINES = 40  # an ATP report: the banner, the walkback's frames, then 'Process died with signal N'
+
+
+def _walks_back_to_abort(crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the crash report ``crash`` belongs to a walkback that passes through MPI_Abort (a frame of it within
+    the report's lines, above or below the report's line)."""
+    return any(e.pattern in _ABORT_FRAMES and abs(e.line - crash.line) <= _WALKBACK_LINES for e in evidence)
 
 
 # Crash reports of signal handlers that end the job with MPI_Abort themselves: PETSc's PetscSignalHandlerDefault prints
