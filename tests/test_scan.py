@@ -211,6 +211,18 @@ def test_a_pasted_tables_rows_are_never_rejoined_as_a_wrapped_line(patterns: Pat
     assert sorted(h.name for h in verdict.blamed_hosts) == [f"compute00{n}" for n in range(1, 6)], verdict.reason
 
 
+def test_a_host_name_cut_at_the_paste_width_is_read_whole(patterns: PatternSet) -> None:
+    """A line cut at exactly 72 columns inside its host name ('... Node failure on compute1' / '7'): the first piece
+    matches alone, but with another host, so the rejoined line's reading (compute17) is kept beside it; the
+    allocation then decides between them."""
+    text = "[" + "z" * 32 + "] srun: error: Node failure on compute17"
+    data = ("starting\n" + text[:72] + "\n" + text[72:] + "\n").encode()
+    assert len(text[:72]) == 72 and text[:72].endswith("compute1")
+    assert Host("compute17") in classify(scan(data, patterns), rc=1).blamed_hosts
+    alloc = [Host("compute17"), Host("compute18")]
+    assert classify(scan(data, patterns), rc=1, allocation=alloc).blamed_hosts == (Host("compute17"),)
+
+
 @pytest.mark.parametrize("marks", ["> ", "> > ", ">> ", "  > "])
 def test_a_quoted_reply_wrapped_by_the_mail_client_is_one_line(patterns: PatternSet, marks: str) -> None:
     """A mailing-list reply quotes each piece of a line its client wrapped: the second piece's quote marks are the

@@ -319,7 +319,8 @@ class Scanner:
         whole: bytes | None = None,
     ) -> list[tuple[str, int]]:
         """Match a rejoined line, keeping only matches spanning ``only_across`` (or one of those offsets), and
-        none of a pattern that already matches ``whole`` (the first piece) by itself.
+        none of a pattern that already reads ``whole`` (the first piece) by itself the same way: with the same
+        captures. A capture the join changes (a host name the cut split: 'on compute1' / '7') is the line's.
 
         Returns ``(pattern name, match end)`` for each pattern that matched.
         """
@@ -331,8 +332,10 @@ class Scanner:
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
                 continue
-            if whole is not None and pattern.compiled.search(whole) is not None:
-                continue
+            if whole is not None:
+                alone = pattern.compiled.search(whole)
+                if alone is not None and alone.groups() == match.groups():
+                    continue
             matched.append((pattern.qualname, match.end()))
             self._add(line_evidence(pattern, match, line, lineno, self._host_group(index)), pattern, found)
         return matched
