@@ -1259,6 +1259,26 @@ def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not
     assert merged.failure_class is FailureClass.RANK_KILLED and not merged.blamed_hosts
 
 
+def test_a_crash_naming_no_host_is_placed_where_the_launcher_says_the_first_process_ended(
+        patterns: PatternSet) -> None:
+    """The launcher's word of where the first process ended (Open MPI's 'exiting improperly', Flux's exit-timeout)
+    places a crash whose own line names no host; alone it is a lead only, and a second host named places nothing."""
+    crash = "forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+    improper = ("mpirun has exited due to process rank 0 with PID 12205 on\nnode {host} exiting improperly. There "
+                "are two reasons this could occur:\n")
+    placed = verdict(crash + improper.format(host="cn041"), patterns)
+    assert placed.failure_class is FailureClass.RANK_KILLED
+    assert names(placed.blamed_hosts) == ["cn041"] and not placed.exclude_hosts
+    alone = verdict(improper.format(host="cn041"), patterns)
+    assert not alone.blamed_hosts
+    two = verdict(crash + improper.format(host="cn041") + improper.format(host="cn042"), patterns)
+    assert two.failure_class is FailureClass.RANK_KILLED and not two.blamed_hosts
+    flux = verdict("37.463s: flux-shell[0]: FATAL: doom: lmp: rank 322 on host lammps-3 exited and "
+                   "exit-timeout=30s has expired\nflux-job: task(s) Bus error\n", patterns)
+    assert flux.failure_class is FailureClass.RANK_KILLED
+    assert names(flux.blamed_hosts) == ["lammps-3"] and not flux.exclude_hosts
+
+
 @pytest.mark.parametrize("noise", [NO_MODULE_COMMAND, LMOD, IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])
 def test_lines_the_run_went_on_after_are_not_the_signature(patterns: PatternSet, noise: str) -> None:
     """Every attempt of a job prints its setup warnings and its ignored exceptions alike: two different failures

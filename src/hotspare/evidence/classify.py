@@ -943,10 +943,13 @@ def _signal_death(
     # A rank's own line is placed by that rank's end only (another rank's exit line says nothing of it).
     ranked = _RANK_PREFIX.match(first.text) is not None
     tied = _rank_exit_host(first, usable) if not hosted and ranked else []
-    if not hosted and (ran := tied if ranked else _only_host(usable, prompt=False)):
+    ended = _ended_first(usable) if not hosted and not ranked else []
+    if not hosted and (ran := tied if ranked else (_only_host(usable, prompt=False) or ended)):
         place = ran[0]
         assert place.host is not None
-        where = "where the launcher says that rank ended" if tied else "the one host the log names"
+        where = ("where the launcher says that rank ended" if tied
+                 else "where the launcher says the first process ended" if ran is ended
+                 else "the one host the log names")
         return _Decision(FailureClass.RANK_KILLED, _blames(ran, QuarantineReason.SCRAPED),
                          f"a rank died of its own signal first ({first.pattern} at line {first.line}: "
                          f"{first.text[:120]}) on {place.host.name}, {where} ({place.pattern} at "
@@ -1089,6 +1092,25 @@ def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evi
     when it names exactly one (as anything but a suspect) and a line says the job ran there (see _RAN_ON_LINES).
     A log that names a second host says nothing about which one it was."""
     return [e for e in _one_host_named(usable) if _ran_on(e, prompt=prompt)][:1]
+
+
+#: Launcher lines that name the host of the process whose end brought the job down, without saying why it ended
+#: (Open MPI: 'mpirun has exited due to process rank 0 with PID 12205 on node H exiting improperly'; Flux's
+#: exit-timeout / exit-on-error plugin: 'lmp: rank 322 on host H exited and exit-timeout=30s has expired').
+_ENDED_FIRST_LINES = frozenset({"openmpi.exited_improperly_node", "flux.task_exit_first"})
+
+
+def _ended_first(usable: tuple[Evidence, ...]) -> list[Evidence]:
+    """Where a crash whose own line names no host happened ('forrtl: severe (174): SIGSEGV', 'flux-job: task(s)
+    Bus error'): the host the launcher names as where the first process ended, when it names one host only and the
+    log names no other (as anything but a suspect). The launcher's line alone says only that a process ended (it
+    also follows a lost daemon, so it is a lead there); beside a crash with no host it says where that crash was."""
+    ended = [e for e in usable if e.pattern in _ENDED_FIRST_LINES and e.host is not None]
+    hosts = {e.host for e in ended}
+    if len(hosts) != 1:
+        return []
+    others = {e.host for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT}
+    return ended[:1] if others <= hosts else []
 
 
 def _one_host_named(usable: tuple[Evidence, ...]) -> list[Evidence]:
