@@ -274,6 +274,16 @@ def test_walltime_line_names_no_origin(patterns: PatternSet) -> None:
     assert v.failure_class is FailureClass.WALLTIME and v.blamed_hosts == () and v.exclude_hosts == ()
 
 
+def test_a_launchers_time_limit_explains_the_ranks_srun_then_reports_killed(patterns: PatternSet) -> None:
+    """mpirun's own time limit (MPIEXEC_TIMEOUT) aborts the job; srun's 'Killed' for a task after it is that stop's
+    SIGKILL, as after a cancellation: the time limit is the class and nobody is blamed (users list, heldout149)."""
+    log = ("The user-provided time limit for job execution has been reached:\n\n  MPIEXEC_TIMEOUT: 8 seconds\n\n"
+           "srun: error: n2: task 0: Killed\nsrun: Terminating job step 689585.2\n")
+    v = verdict(log, patterns, rc=137, allocation=expand_hosts("n[1-2]"))
+    assert v.failure_class is FailureClass.WALLTIME
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+
+
 def test_every_host_killed_names_no_victim(patterns: PatternSet) -> None:
     """Killed ranks on every host of the job (a job-wide kill) blame nobody."""
     text = "srun: error: n2: task 1: Killed\nsrun: error: n1: task 0: Killed\n"

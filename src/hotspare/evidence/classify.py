@@ -391,8 +391,11 @@ _PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code", "local.host_exit_code"
 
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
     """Drop SIGKILLed ranks reported after the job was cancelled: ``scancel`` (or a second Ctrl-C to srun)
-    ends the step with SIGTERM, then SIGKILL for whatever is left, and srun reports those tasks 'Killed'."""
-    cancel = next((e.line for e in evidence if e.failure_class is FailureClass.CANCELLED), None)
+    ends the step with SIGTERM, then SIGKILL for whatever is left, and srun reports those tasks 'Killed'. A time
+    limit's root line (the scheduler's, or the launcher's own: mpirun's MPIEXEC_TIMEOUT abort) stops the job the
+    same way, so the ranks srun reports 'Killed' after it are that stop's, not a rank's own death."""
+    cancel = next((e.line for e in evidence if e.failure_class is FailureClass.CANCELLED
+                   or (e.failure_class is FailureClass.WALLTIME and e.role is Role.ROOT)), None)
     if cancel is None:
         return roots
     return [e for e in roots if e.line < cancel or e.failure_class is not FailureClass.RANK_KILLED]

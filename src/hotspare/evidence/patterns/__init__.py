@@ -62,8 +62,9 @@ from hotspare.failures import FailureClass
 #: After a syslog or journal timestamp: the host and the program's tag (``node01 python3[12345]:``, ``n1 kernel:``).
 _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 
-#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most two
-#: ``>`` of a quoted reply (e-mail, Markdown), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most four
+#: ``>`` of a quoted reply (e-mail, Markdown; a mail archive keeps a report quoted three or four replies deep,
+#: ``>>> Successfully completed.``), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
 #: ``1.``, as pastebin and forum renderers number every line of a pasted log), and the backquotes that open
 #: Markdown code: one for inline code (a line quoted as `...` in an issue or a forum post), three for a block whose
 #: first line was pasted on the fence itself (```host: rank 0 died from signal 11```). Taken lazily (as
@@ -77,7 +78,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 LINE_SUFFIX = r"[ \t]*$"
 
 LINE_PREFIX = (
-    r"[ \t]*(?:>[ \t]*){0,2}(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*)?(?:(?:"
+    r"[ \t]*(?:>[ \t]*){0,4}(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*)?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
