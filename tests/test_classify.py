@@ -1551,3 +1551,24 @@ def test_r_halting_where_a_parallel_worker_was_lost_is_not_the_scripts_error(pat
     assert worker.failure_class is FailureClass.UNKNOWN and worker.retryable and not worker.blamed_hosts
     own = verdict("Error in log(-1, base = \"x\") : non-numeric argument to mathematical function\n" + lost, patterns)
     assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+
+
+def test_a_programs_stop_words_relaying_the_machines_fault_are_not_the_users_mistake(patterns: PatternSet) -> None:
+    """'FATAL ERROR: %s' says the program stopped itself; when the message is the machine's failure (a GPU kernel's
+    fault NAMD relays from CUDA, on its line or the line below; a connection that timed out), the stop words do not
+    make it the user's mistake. The program's own reasons (a build without the GPU's kernels, a missing input)
+    still are."""
+    namd = ("FATAL ERROR: CUDA error cudaStreamSynchronize(stream) in file src/CudaTileListKernel.cu, function "
+            "buildTileLists, line 1141\n on Pe 4 (nid00012 device 0 pci 0:7:0): {message}\n")
+    relayed = verdict(namd.format(message="an illegal memory access was encountered"), patterns, rc=1)
+    assert relayed.failure_class is not FailureClass.USER_ERROR and relayed.retryable
+    assert not relayed.blamed_hosts
+    one_line = verdict("Fatal error: cudaStreamSynchronize failed in cu_blockwait_nb: an illegal memory access was "
+                       "encountered\n", patterns, rc=1)
+    assert one_line.failure_class is not FailureClass.USER_ERROR and one_line.retryable
+    timed_out = verdict("CRITICAL ERROR: Connection timed out while reading x1.40962.grid.nc\n", patterns, rc=1)
+    assert timed_out.failure_class is FailureClass.NETWORK
+    build = verdict(namd.format(message="no kernel image is available for execution on the device"), patterns, rc=1)
+    assert build.failure_class is FailureClass.USER_ERROR
+    own = verdict("FATAL ERROR: Unable to access config file /scratch/run/ubq.conf\n", patterns, rc=1)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable

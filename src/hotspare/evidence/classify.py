@@ -475,7 +475,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # read only when nothing else decides (_last_resort)
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
-                or _quotes_a_device_fault(ev, evidence) or _killed_says_more(ev, evidence)
+                or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
+                or _killed_says_more(ev, evidence)
                 or _halted_at_lost_worker(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
@@ -534,6 +535,42 @@ def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     that threw only noticed the device's fault, which decides, as a crash."""
     return ev.pattern in _TERMINATE_USER_ERRORS and any(
         _quoted_below(ev, evidence, lambda e: e.pattern in _DEVICE_FAULTS))
+
+
+# A program's own stop words carry whatever message the program passed them ('FATAL ERROR: %s', LAMMPS's 'ERROR on
+# proc N: %s (file.cpp:N)', MPAS's 'CRITICAL ERROR: %s', CESM's shr_abort 'ERROR: %s'): the words say the program
+# stopped itself, the message says why. A message that reports the machine failing under it (NAMD's 'FATAL ERROR:
+# CUDA error ... on Pe 3 (nid00012 device 0): an illegal memory access was encountered', GROMACS's 'Fatal error:
+# cudaStreamSynchronize failed ...: unspecified launch failure', 'CRITICAL ERROR: Connection timed out while
+# reading ...') is no mistake of the user's: the program only relayed what it was told, so the stop words do not
+# decide (another line, or the status, does: a lone relay reads unknown and is retried). Header-style stops print
+# the message on the lines below (GROMACS's 'Program: gmx mdrun, version ...' block, OpenFOAM's '--> FOAM FATAL
+# ERROR', WRF's 'FATAL CALLED FROM FILE', CP2K's '[ABORT]' box): a GPU kernel's fault among them counts the same.
+_STOP_WORDS = frozenset({"generic.program_fatal_words", "namd.fatal_error", "mpas.critical_error",
+                         "lammps.error_one_all", "cesm.shr_abort_error"})
+_STOP_HEADERS = frozenset({"gromacs.fatal_error_header", "openfoam.fatal_error", "wrf.fatal_called_from_file",
+                           "cp2k.abort_box"})
+_STOP_HEADER_LINES = 8  # GROMACS: Program, Source file, Function, MPI rank, a blank, 'Fatal error:', the message
+#: What a relayed message says when the machine failed under the program: a connection or the network, memory
+#: that could not be had, a storage error, a GPU's own fault (not a kernel launched wrong: 'invalid device
+#: function', 'no kernel image' are the build's), a peer or node gone.
+_MACHINE_FAULT = re.compile(
+    r"(?i)\bconnection (?:refused|reset|timed out|closed|lost|failed|error)|\blost (?:connection|communication|contact)"
+    r"|\btimed out\b|\bnetwork (?:error|failure|is unreachable)|\bunreachable\b|\bbroken pipe\b|\bno route to host\b"
+    r"|\bout of memory\b|\bnot enough memory\b|\bcannot allocate memory\b|\binput/output error\b|\bi/o error\b"
+    r"|\bdisk quota exceeded\b|\bno space left on device\b|\bstale file handle\b|\bread-only file system\b"
+    r"|\billegal memory access\b|\bunspecified launch failure\b|\becc error|\buncorrectable\b|\bfallen off the bus\b"
+    r"|\bmemory access fault\b|\bdevice (?:is )?(?:lost|removed|unavailable)\b|\bhardware (?:error|failure)\b")
+
+
+def _stop_words_quote_a_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether a program's own stop words (see _STOP_WORDS) relay the machine's failure rather than the program's
+    reason: the message on the line says it, or a GPU kernel's fault is read on that line or within
+    _STOP_HEADER_LINES below it (a header-style stop, or stop words whose message is on the next line)."""
+    if ev.pattern in _STOP_WORDS and _MACHINE_FAULT.search(_PATHS.sub(_machine_paths_only, ev.text)):
+        return True
+    return (ev.pattern in _STOP_WORDS or ev.pattern in _STOP_HEADERS) and any(
+        e.pattern in _DEVICE_FAULTS and ev.line <= e.line <= ev.line + _STOP_HEADER_LINES for e in evidence)
 
 
 #: How far below a network error its quoted cause may stand (PyTorch: the error line, the library's reading of
