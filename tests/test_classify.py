@@ -1572,3 +1572,14 @@ def test_a_programs_stop_words_relaying_the_machines_fault_are_not_the_users_mis
     assert build.failure_class is FailureClass.USER_ERROR
     own = verdict("FATAL ERROR: Unable to access config file /scratch/run/ubq.conf\n", patterns, rc=1)
     assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+
+
+def test_a_host_tag_before_a_programs_error_line_is_not_read_as_the_infrastructure(patterns: PatternSet) -> None:
+    """The last resort leaves a program's error line unread when its words speak of the infrastructure ('node',
+    'gpu', 'connection'); the host tag a launcher or collector puts before the line ('[node12:34567] ', 'gpu017: ')
+    is where it was printed, not what it says."""
+    for tag in ("[node12:34567] ", "node12: ", "gpu017: "):
+        mistake = verdict(f"{tag}Error: cannot open input file params.yaml\n", patterns, rc=1)
+        assert mistake.failure_class is FailureClass.USER_ERROR, tag
+    lost = verdict("node12: Error: connection to the license server lost\n", patterns, rc=1)
+    assert lost.failure_class is not FailureClass.USER_ERROR

@@ -1231,9 +1231,15 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
                and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)
                and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))), None)
-    if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, ev.text)):
+    if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1))):
         return None
     return ev
+
+
+#: The host tag a collector or a launcher puts before a line ('node12: ', '[gpu017:34567] ', pdsh's and Open MPI's
+#: forms): where the line was printed, not what it says, so 'node' or 'gpu' in a host's name is not read as the
+#: line speaking of the infrastructure. A name with a digit only (a word like 'srun' or 'node' alone stays).
+_HOST_TAG = re.compile(r"^[ \t]*\[?[A-Za-z][A-Za-z0-9_.-]*[0-9][A-Za-z0-9_.-]*(?::[0-9]+)?(?:\]:?|:)(?=[ \t])")
 
 
 #: The JVM exception types a library throws for a stream, a peer or a context that went away, a time out, an
