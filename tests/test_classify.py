@@ -1583,3 +1583,22 @@ def test_a_host_tag_before_a_programs_error_line_is_not_read_as_the_infrastructu
         assert mistake.failure_class is FailureClass.USER_ERROR, tag
     lost = verdict("node12: Error: connection to the license server lost\n", patterns, rc=1)
     assert lost.failure_class is not FailureClass.USER_ERROR
+def test_an_oom_a_dask_client_reraised_from_a_worker_is_not_placed_on_the_clients_host(patterns: PatternSet) -> None:
+    """A Dask client's Future.result() re-raises the task's exception with the worker's traceback (distributed
+    client.py: raise exc.with_traceback(tb)): the worker ran out of memory, not the client's node, which is all the
+    client's srun line names (GueroudjiAmal/Xperiment on Irene). Without the re-raising frame the same
+    out-of-memory is placed on the one host the log says the job ran on."""
+    tail = ("  File \"/opt/venv/lib/python3.9/site-packages/dask/array/core.py\", line 4910, in concatenate3\n"
+            "    result = np.empty(shape=shape, dtype=dtype(deepfirst(arrays)))\n"
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 16.0 GiB for an array with shape "
+            "(16386, 131104) and data type float64\n"
+            "srun: error: irene1829: task 0: Exited with exit code 1\n")
+    head = ("Traceback (most recent call last):\n"
+            "  File \"/scratch/run/ipca.py\", line 41, in <module>\n"
+            "    print(explained_variance.result())\n")
+    relayed = (head + "  File \"/opt/venv/lib/python3.9/site-packages/distributed/client.py\", line 229, in result\n"
+               "    raise exc.with_traceback(tb)\n" + tail)
+    v = verdict(relayed, patterns, rc=1)
+    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == ()
+    v = verdict(head + tail, patterns, rc=1)
+    assert v.failure_class is FailureClass.OOM and names(v.blamed_hosts) == ["irene1829"]

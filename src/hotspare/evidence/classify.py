@@ -1060,7 +1060,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         # after the job script's 'line 12: 20069 Killed').
         oom = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
                     and not _passed_over(e, evidence)), None)
-        if oom is not None and oom.host is None:
+        if oom is not None and oom.host is None and not _relayed_from_worker(oom, evidence):
             starts = _rank_exit_host(oom, usable) if _RANK_PREFIX.match(oom.text) else _only_host(usable)
     if not starts:
         return decision
@@ -1074,6 +1074,23 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         return replace(decision, reason=why, leads=tuple(b.host for b in blamed))
     why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}), not a node fault"
     return _Decision(decision.failure_class, blamed, why)
+
+
+#: A Dask client's frame re-raising a task's exception with the worker's traceback (Future.result/_result,
+#: Client._gather: 'raise exc.with_traceback(tb)'): the frames below it ran on a worker.
+_CLIENT_RERAISE = "distributed.client_reraises_task_error"
+
+
+def _relayed_from_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` closes a traceback a Dask client re-raised from a task that ran on a worker: a re-raising
+    frame of distributed/client.py above it in the same traceback (after the last 'Traceback (most recent call
+    last)' before it). What the worker ran out of happened on the worker, which the client's log does not name;
+    the host the client ran on (its srun line, the one host the log names) is not where it happened."""
+    frames = [e.line for e in evidence if e.pattern == _CLIENT_RERAISE and e.line < ev.line]
+    if not frames:
+        return False
+    heads = [e.line for e in evidence if e.pattern == "python.traceback" and e.line < ev.line]
+    return not heads or frames[-1] > heads[-1]
 
 
 #: A line a launcher prefixed with the global rank that printed it (PyTorch's '[rank7]: RuntimeError: ...', srun -l's
