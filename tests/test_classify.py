@@ -1041,6 +1041,24 @@ def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: 
     assert verdict(tail, patterns).failure_class is FailureClass.CANCELLED
 
 
+def test_a_step_cancelled_after_an_mpi_errors_are_fatal_abort_is_no_cancellation(patterns: PatternSet) -> None:
+    """Open MPI's MPI_ERRORS_ARE_FATAL handler aborts the job itself (PMI_Abort under srun): the step's CANCELLED
+    line after its banner is that abort's teardown, and the SIGKILL srun then reports for the other rank names no
+    origin; the banner alone says nothing of why, so the run's end is unknown, not a user's cancellation."""
+    banner = ("[n1:90693] *** An error occurred in MPI_Send\n"
+              "[n1:90693] *** reported by process [22806528,0]\n"
+              "[n1:90693] *** on communicator MPI_COMM_WORLD\n"
+              "[n1:90693] *** MPI_ERR_OTHER: known error not in list\n"
+              "[n1:90693] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n"
+              "In: PMI_Abort(16, N/A)\n")
+    tail = ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+            "slurmstepd: error: *** STEP 348.0 ON n1 CANCELLED AT 2022-08-22T09:51:30 ***\n"
+            "srun: error: n2: task 1: Killed\n")
+    torn = verdict(banner + tail, patterns)
+    assert torn.failure_class is FailureClass.UNKNOWN and not torn.blamed_hosts
+    assert verdict(tail, patterns).failure_class is FailureClass.CANCELLED
+
+
 LMOD = 'Lmod has detected the following error: The following module(s) are unknown: "cuda/11.8"\n'
 NO_MODULE_COMMAND = "/var/spool/slurmd/job123456/slurm_script: line 5: module: command not found\n"
 
@@ -1602,3 +1620,16 @@ def test_an_oom_a_dask_client_reraised_from_a_worker_is_not_placed_on_the_client
     assert v.failure_class is FailureClass.OOM and v.blamed_hosts == ()
     v = verdict(head + tail, patterns, rc=1)
     assert v.failure_class is FailureClass.OOM and names(v.blamed_hosts) == ["irene1829"]
+def test_a_step_memory_limit_kill_names_the_one_host_srun_reports_killed(patterns: PatternSet) -> None:
+    """jobacct_gather's 'Step N exceeded memory limit ..., being killed' names no host, and the step's CANCELLED line
+    puts srun's 'H: tasks 0-3: Killed' after the teardown began; that line still says the step's tasks ran on H:
+    when H is the one host the log names, the out-of-memory started there. With a second host killed alike,
+    nothing says which one ran out."""
+    oom = ("slurmstepd: error: Step 14366338.0 exceeded memory limit (8485688 > 8388608), being killed\n"
+           "slurmstepd: error: Exceeded job memory limit\n"
+           "slurmstepd: error: *** STEP 14366338.0 CANCELLED AT 2015-07-03T13:20:09 *** on c1-014\n"
+           "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n")
+    one = verdict(oom + "srun: error: c1-014: tasks 0-3: Killed\n", patterns)
+    assert one.failure_class is FailureClass.OOM and names(one.blamed_hosts) == ["c1-014"]
+    two = verdict(oom + "srun: error: c1-014: tasks 0-3: Killed\nsrun: error: c1-015: tasks 4-7: Killed\n", patterns)
+    assert two.failure_class is FailureClass.OOM and not two.blamed_hosts

@@ -405,6 +405,10 @@ def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
 _TEARDOWN = frozenset({"slurm.step_aborted"})
 #: srun's own teardown line, the words it says only when it kills the step itself, and the step's CANCELLED line.
 _SRUN_TEARDOWN, _SRUN_TERMINATING, _STEP_CANCELLED = "slurm.step_aborted", "Terminating ", "slurm.stepd_cancelled"
+#: Open MPI's MPI_ERRORS_ARE_FATAL banner ('*** An error occurred in MPI_Send'): the handler then aborts the job
+#: itself (ompi/errhandler/errhandler_predefined.c ompi_mpi_errors_are_fatal_comm_handler -> ompi_mpi_abort, which
+#: under srun is PMI_Abort), so a step's CANCELLED line after it is that abort's teardown, not a user's scancel.
+_MPI_FATAL_BANNERS = frozenset({"openmpi.error_in_user_call", "openmpi.error_in_user_call_host"})
 
 
 def _explained_kills(
@@ -932,13 +936,16 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
     died on its own before it (a segfault, then the step's cancellation is only the teardown). A step's CANCELLED
     line after srun's own "Terminating StepId" is that teardown too, not a user's scancel: srun prints it only when
     a task exited abnormally (--kill-on-bad-exit) or -W's timer ran out after the first task ended (Slurm
-    src/srun/launch.c _step_signal, signals.c)."""
+    src/srun/launch.c _step_signal, signals.c). After Open MPI's MPI_ERRORS_ARE_FATAL banner the handler aborts the
+    job itself (PMI_Abort under srun), so the CANCELLED line after it is that abort's teardown as well."""
     srun_teardown = False
     for ev in evidence:
         if ev.host_means is HostMeaning.ORIGIN and ev.role is Role.CONTEXT:
             return None
         if ev.pattern == _SRUN_TEARDOWN and _SRUN_TERMINATING in ev.text:
             srun_teardown = True
+        if ev.pattern in _MPI_FATAL_BANNERS:
+            srun_teardown = True  # the MPI error handler's own abort: the step's cancellation after it is its teardown
         if srun_teardown and ev.pattern == _STEP_CANCELLED:
             continue
         if ev.role is Role.CASCADE and ev.failure_class not in (None, FailureClass.UNKNOWN):
@@ -1129,6 +1136,9 @@ _RAN_ON_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
     "generic.job_runs_on_host", "slurm.srun_tasks_exit_code", "sge.spool_job_script", "petsc.error_report_host",
     "torchrun.agent_failure_host", "generic.runner_start_host",
+    # srun's report of how a node's tasks ended ('srun: error: H: tasks 0-3: Killed', Slurm src/srun/launch.c
+    # _task_finish): the step's tasks ran on H. Only ever read when H is the one host the log names.
+    "slurm.srun_tasks_killed",
 })
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
