@@ -1711,3 +1711,15 @@ def test_a_step_memory_limit_kill_names_the_one_host_srun_reports_killed(pattern
     assert one.failure_class is FailureClass.OOM and names(one.blamed_hosts) == ["c1-014"]
     two = verdict(oom + "srun: error: c1-014: tasks 0-3: Killed\nsrun: error: c1-015: tasks 4-7: Killed\n", patterns)
     assert two.failure_class is FailureClass.OOM and not two.blamed_hosts
+
+
+def test_a_transport_librarys_own_log_line_is_never_the_last_resorts_user_error(patterns: PatternSet) -> None:
+    """UCX's logger names its source file ('[host:pid:0:tid] rc_verbs_iface.c:63   FATAL: ...'): a transport's own
+    error, whatever its message says, so the last resort does not read it as the program's mistake (an underscore
+    is no word boundary for 'verbs', 'mlx5', 'uct'). A program's own file that holds such letters inside a longer
+    word is still its own."""
+    for source in ("rc_verbs_iface.c:63", "ib_mlx5_log.c:174", "uct_iface.c:211"):
+        line = f"[r1071:27563:0:27563] {source}   FATAL: qp 0x1f2 entered state 6 on request 42\n"
+        assert verdict(line, patterns, rc=1).failure_class is not FailureClass.USER_ERROR, source
+    own = verdict("Error: efa_model.pt not found\n", patterns, rc=1)
+    assert own.failure_class is FailureClass.USER_ERROR

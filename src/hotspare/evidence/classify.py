@@ -763,12 +763,15 @@ _CRASH_EXPLAINS = frozenset({
 # read where more was due is a peer gone (Julia's "ERROR (unhandled task failure): EOFError: read end of file" after
 # "Worker 2 terminated.", stdlib Distributed), so it reads as infrastructure too.
 # Open MPI's daemons (orted, prted) count as whole words only: "unsupported", "reported" and "sorted" are not them.
+# A transport library's own names count inside an identifier too (UCX's 'rc_verbs_iface.c:63 FATAL: send completion
+# with error', 'uct_ib_mlx5_...'): its log line names its source file, and an underscore is no word boundary.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
-    r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bucx\b|\bofi\b|fabric|infiniband|\bverbs\b|"
+    r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bofi\b|fabric|infiniband|completion with error|"
+    r"(?<![a-z0-9])(?:ucx|uct|ucp|ucs|verbs|ibv|mlx[45]|rdma(?:cm)?)(?![a-z0-9])|\b(?:psm[23]?|cxi|efa|u?gni)\b|"
     r"\bmpi_err_|driver|address already in use|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
     r"return(?:ed)? ?code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
