@@ -1723,3 +1723,16 @@ def test_a_transport_librarys_own_log_line_is_never_the_last_resorts_user_error(
         assert verdict(line, patterns, rc=1).failure_class is not FailureClass.USER_ERROR, source
     own = verdict("Error: efa_model.pt not found\n", patterns, rc=1)
     assert own.failure_class is FailureClass.USER_ERROR
+def test_r_halting_where_clustermq_lost_its_workers_is_not_the_scripts_error(patterns: PatternSet) -> None:
+    """clustermq's master stops with 'Trying to receive data without workers' (on the line below R's 'Error in
+    self$receive_data(...) : ') when every worker job is gone: the 'Execution halted' after it is the session stopping
+    because its workers died (unknown, retryable), not the script's own error; a script's own error still is."""
+    lost = ("Running 84 calculations (0 objs/0 Mb common; 1 calls/chunk) ...\n"
+            "Error in self$receive_data(timeout, with_checks = with_checks) : \n"
+            "  Trying to receive data without workers\n"
+            "Calls: Q ... master -> <Anonymous> -> <Anonymous> -> <Anonymous>\n"
+            "Execution halted\n")
+    workers = verdict(lost, patterns)
+    assert workers.failure_class is FailureClass.UNKNOWN and workers.retryable and not workers.blamed_hosts
+    own = verdict("Error in read.csv(f) : \n  cannot open the connection\nExecution halted\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
