@@ -1723,6 +1723,8 @@ def test_a_transport_librarys_own_log_line_is_never_the_last_resorts_user_error(
         assert verdict(line, patterns, rc=1).failure_class is not FailureClass.USER_ERROR, source
     own = verdict("Error: efa_model.pt not found\n", patterns, rc=1)
     assert own.failure_class is FailureClass.USER_ERROR
+
+
 def test_r_halting_where_clustermq_lost_its_workers_is_not_the_scripts_error(patterns: PatternSet) -> None:
     """clustermq's master stops with 'Trying to receive data without workers' (on the line below R's 'Error in
     self$receive_data(...) : ') when every worker job is gone: the 'Execution halted' after it is the session stopping
