@@ -1738,3 +1738,22 @@ def test_r_halting_where_clustermq_lost_its_workers_is_not_the_scripts_error(pat
     assert workers.failure_class is FailureClass.UNKNOWN and workers.retryable and not workers.blamed_hosts
     own = verdict("Error in read.csv(f) : \n  cannot open the connection\nExecution halted\n", patterns)
     assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+
+
+def test_mpd_every_rank_sigkilled_alike_is_unknown(patterns: PatternSet) -> None:
+    """MPD names its console, not the ranks' nodes: every rank it reports SIGKILLed alike says neither who nor why
+    (README: every rank killed alike). One rank killed among ranks that exited otherwise stays rank_killed."""
+    alike = "".join(f"rank {r} in job 1  niagara1_34383   caused collective abort of all ranks\n"
+                    f"  exit status of rank {r}: killed by signal 9 \n" for r in (3, 2, 1, 0))
+    v = verdict(alike, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN
+    assert not v.blamed
+    mixed = ("rank 59 in job 1  garl-fire15.local_39996   caused collective abort of all ranks\n"
+             "  exit status of rank 59: killed by signal 9\n"
+             "rank 58 in job 1  garl-fire15.local_39996   caused collective abort of all ranks\n"
+             "  exit status of rank 58: killed by signal 9\n"
+             "rank 42 in job 1  garl-fire15.local_39996   caused collective abort of all ranks\n"
+             "  exit status of rank 42: return code 1\n")
+    assert verdict(mixed, patterns).failure_class is FailureClass.RANK_KILLED
+    one = "rank 2 in job 5  fds1_53958   caused collective abort of all ranks\n  exit status of rank 2: killed by signal 9\n"
+    assert verdict(one, patterns).failure_class is FailureClass.RANK_KILLED

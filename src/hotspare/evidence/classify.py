@@ -186,6 +186,7 @@ def classify(
     decision = (
         _exit_zero(status, evidence)
         or _node_fault(usable, members, facts)
+        or _mpd_job_wide_kill(evidence)
         or _first_root(evidence, progress)
         or _first_cascade(evidence)
         or _from_facts(facts)
@@ -431,6 +432,22 @@ def _explained_kills(
 
 
 _KILLS = (FailureClass.RANK_KILLED,)
+
+#: MPD's per-rank statuses (hydra pack): SIGKILL, a crash signal, any other exit or signal.
+_MPD_KILLED, _MPD_OTHER = "hydra.mpd_rank_killed", frozenset({"hydra.mpd_rank_crash", "hydra.mpd_rank_other_status"})
+
+
+def _mpd_job_wide_kill(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """MPD names its console, not the ranks' nodes, so a job-wide kill shows in the ranks: every rank it reports
+    (two or more: the scanner counts the repeats of one line's shape) died of SIGKILL, none exited or crashed
+    otherwise, and no line says why. Like every host's ranks SIGKILLed (_all_hosts_killed), that names no victim
+    and does not say why (tests/data/real/README.md: every rank killed alike, no cause shown: ``unknown``)."""
+    killed = sum(e.count for e in evidence if e.pattern == _MPD_KILLED)
+    if killed < 2 or any(e.pattern in _MPD_OTHER or (e.role is Role.ROOT and e.failure_class not in (None, *_KILLS))
+                         for e in evidence):
+        return None
+    why = f"MPD reports every rank it lists ({killed}) killed by signal 9: a job-wide kill names no failed node"
+    return _Decision(FailureClass.UNKNOWN, (), why, nobody=True)
 
 
 def _all_hosts_killed(
