@@ -223,6 +223,22 @@ def test_a_transport_librarys_io_status_is_no_storage_fault(patterns: PatternSet
     assert tool.failure_class is FailureClass.TRANSIENT_IO, tool.reason
 
 
+def test_a_fortran_runtimes_io_error_while_it_ends_a_crashed_rank_is_the_crash(patterns: PatternSet) -> None:
+    """Intel Fortran's runtime closes its units as it ends a rank whose SIGSEGV it reported: a CLOSE error on the
+    lines after its crash report is that exit, so the crash decides (its rank's host the origin); the same CLOSE
+    error with no crash before it stays a storage fault."""
+    crash = ("forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+             "forrtl: severe (66): output statement overflows record, unit -1, file \"Unknown\"\n"
+             "forrtl: severe (28): CLOSE error, unit 50, file \"Unknown\"\n"
+             "nid002837: rank 384 exited with code 174\n"
+             "forrtl: error (78): process killed (SIGTERM)\n")
+    v = verdict(crash, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED, v.reason
+    alone = verdict("forrtl: severe (28): CLOSE error, unit 50, file \"Unknown\"\n"
+                    "nid002837: rank 384 exited with code 28\n", patterns)
+    assert alone.failure_class is FailureClass.TRANSIENT_IO, alone.reason
+
+
 def test_a_crash_handlers_mpi_abort_is_the_crash(patterns: PatternSet) -> None:
     """Runtimes that trap a crash signal end the job with MPI_Abort (Charm++, PETSc): the crash came first and
     decides; the same MPI_Abort with no crash before it is the program's own stop."""

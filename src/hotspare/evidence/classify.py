@@ -502,8 +502,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
-        if _setup_line(ev):
-            continue  # read only when nothing else decides (_setup_failed)
+        if _setup_line(ev) or _runtime_exit_io(ev, evidence):
+            # A setup line is read only when nothing else decides (_setup_failed); a Fortran runtime's I/O error as
+            # it closes its units ending a rank that crashed is that crash's exit: the crash decides.
+            continue
         if ev.failure_class is FailureClass.USER_ERROR:
             return _user_error(ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
@@ -526,6 +528,23 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         return _Decision(root.failure_class or ev.failure_class, (), why,
                          from_status=summary, line=root.line if summary else None)
     return None
+
+
+# Intel Fortran's runtime reports a crash signal it caught ("forrtl: severe (174): SIGSEGV, segmentation fault
+# occurred") and then ends the image the way it ends on any severe error: it closes the open units, flushing their
+# buffers, and a unit in a broken state fails there ("forrtl: severe (28): CLOSE error, unit 50", "(38) error during
+# write"; the Intel Fortran Developer Guide's list of runtime error messages: 28 is an error condition met during a
+# CLOSE). An I/O error on the few lines after the runtime's own crash report is that exit, not a storage fault.
+_RUNTIME_CRASH = "fortran.forrtl_crash_signal"
+_RUNTIME_EXIT_IO = frozenset({"fortran.forrtl_io_error"})
+_RUNTIME_EXIT_LINES = 4
+
+
+def _runtime_exit_io(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is a Fortran runtime's I/O error printed while it ended a rank whose crash it had just reported
+    (see :data:`_RUNTIME_EXIT_IO`)."""
+    return ev.pattern in _RUNTIME_EXIT_IO and any(
+        e.pattern == _RUNTIME_CRASH and 0 < ev.line - e.line <= _RUNTIME_EXIT_LINES for e in evidence)
 
 
 def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
