@@ -680,6 +680,8 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     # ... also when the copy kept the colour codes without their ESC bytes
     (b"[36m(WorkerDict pid=3175143, ip=10.49.193.113)[0m ", "10.49.193.113"),
     (b"[2m[36m(pid=4242, ip=10.1.2.3)[0m ", "10.1.2.3"),
+    # ... or with each ESC in caret notation, as a pager or `cat -v` shows it
+    (b"^[[36m(RayWorkerWrapper pid=4823, ip=10.233.68.253)^[[0m ", "10.233.68.253"),
     (b"(pid=4242) ", None),
     # torch_xla's xla_dist names the TPU worker a line comes from by its address, after the time it logged it
     (b"2021-07-08 08:28:12 10.164.0.33 [0] ", "10.164.0.33"),
