@@ -55,10 +55,11 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 # Ray puts "(name pid=N, ip=A.B.C.D) " (or "(raylet, ip=...)") before every line a worker or raylet relays to the
 # driver: the address is the node the line comes from (ray/_private/worker.py print_worker_logs). It colours the
 # prefix ("{dim}{colour}({prefix}{pid}, ip={ip}){reset} {line}", colorama: ESC[2m ESC[36m ... ESC[0m); a copy that
-# lost the ESC bytes keeps "[36m(WorkerDict pid=N, ip=A.B.C.D)[0m ", the same prefix.
+# lost the ESC bytes keeps "[36m(WorkerDict pid=N, ip=A.B.C.D)[0m ", the same prefix; one copied from a pager or
+# `cat -v` shows each ESC in caret notation ("^[[36m(RayWorkerWrapper pid=N, ip=A.B.C.D)^[[0m "), the same again.
 _RAY_PREFIX = re.compile(
-    rb"[ \t]{0,4}(?:\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
-    rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:\[[0-9;]{1,8}m){0,2}(?: |$)")
+    rb"[ \t]{0,4}(?:(?:\^\[)?\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
+    rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:(?:\^\[)?\[[0-9;]{1,8}m){0,2}(?: |$)")
 # PyTorch/XLA's xla_dist (torch_xla/distributed/xla_dist.py, the TPU-pod launcher) logs every line a TPU VM's
 # worker prints as "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" with datefmt "%Y-%m-%d %H:%M:%S": the
 # address is the VM the line comes from. (A copy pasted into Markdown may open with the inline-code backquote.)
