@@ -70,8 +70,6 @@ def test_edquot_is_transient(patterns: PatternSet) -> None:
 
 
 @pytest.mark.parametrize("rc", [143, -15])
-
-
 def test_exit_143_without_walltime_evidence_is_not_walltime(patterns: PatternSet, rc: int) -> None:
     """ezpz #243: a std::bad_alloc ending in exit 143 is OOM, not walltime; bare 143 is unknown."""
     assert verdict("[rank5141]: MemoryError: std::bad_alloc\n", patterns, rc=rc).failure_class is FailureClass.OOM
@@ -96,8 +94,6 @@ def test_walltime_needs_evidence(patterns: PatternSet) -> None:
     "line",
     ["SyntaxError: invalid syntax", "ModuleNotFoundError: No module named 'torchtitan'", "ImportError: cannot import name 'x'"],
 )
-
-
 def test_startup_errors_are_user_errors_at_any_point(patterns: PatternSet, line: str) -> None:
     """Syntax/import errors are user_error, not retryable, before progress and after it (issue 20: a module
     imported lazily mid-run is as missing on every node)."""
@@ -336,8 +332,6 @@ def test_sigint_is_cancelled(patterns: PatternSet) -> None:
     ("rc", "code", "sig"),
     [(0, 0, None), (1, 1, None), (137, None, 9), (143, None, 15), (-9, None, 9), (-15, None, 15), (255, 255, None)],
 )
-
-
 def test_exit_status_reading(rc: int, code: int | None, sig: int | None) -> None:
     """Return codes: negative is Popen's signal, 129..192 the shell's 128+N, the rest exit codes."""
     status = ExitStatus.from_rc(rc)
@@ -387,8 +381,6 @@ def test_hydra_bad_termination_needs_the_running_at_line_just_above(patterns: Pa
 
 
 @pytest.mark.parametrize("text", ["", "[17:29:55][I] iter=42 epoch=0\n", "loading data\nstarting training\n"])
-
-
 def test_no_exit_status_and_no_evidence_is_unknown_never_success(patterns: PatternSet, text: str) -> None:
     """Issue 11, no verdict without evidence: a log cut short (or a job killed before it could say why) with no exit
     status is unknown, not success; it blames nobody and swaps nobody. Exit 0 or the scheduler's COMPLETED is
@@ -485,8 +477,6 @@ def test_every_host_crashing_alike_names_nobody(patterns: PatternSet) -> None:
     "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.bin'",
     "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
 ])
-
-
 def test_a_programming_error_after_progress_is_a_user_error(patterns: PatternSet, last: str) -> None:
     """A traceback after progress lines, ending in a programming or input error, then a launcher's banner:
     user_error, not retryable, nobody blamed (issue 20, item 2)."""
@@ -515,8 +505,6 @@ def test_the_same_traceback_on_64_ranks_is_one_user_error(patterns: PatternSet) 
     ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.0 cgroup.\n", FailureClass.OOM),
     ("srun: error: Node failure on n2\n", FailureClass.NODE_LOSS),
 ])
-
-
 def test_infrastructure_explains_a_programming_error(patterns: PatternSet, infra: str, fclass: FailureClass) -> None:
     """A KeyError with a full file system, an OOM kill or a dead node in the same log: the infrastructure's class
     wins, before or after the error's line."""
@@ -538,8 +526,6 @@ def test_network_trouble_after_a_programming_error_is_the_peers_view(patterns: P
     "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD",
     "application called MPI_Abort(MPI_COMM_WORLD, 1) - process 0",
 ])
-
-
 def test_argparse_and_the_users_own_mpi_abort_are_user_errors(patterns: PatternSet, line: str) -> None:
     assert verdict(line + "\n", patterns, rc=1).failure_class is FailureClass.USER_ERROR
 
@@ -557,8 +543,6 @@ def test_a_launcher_banner_alone_is_unknown(patterns: PatternSet) -> None:
     "10.1.2.3 Worker port: 43725 Worker PID: 254000 Worker exit type: SYSTEM_ERROR\n",
     "parsl.executors.high_throughput.errors.WorkerLost: Task failure due to loss of worker 0 on host c3n07\n",
 ])
-
-
 def test_a_failure_of_unknown_cause_names_its_host_as_a_suspect_never_blamed(patterns: PatternSet, log: str) -> None:
     """A worker that died with no cause shown: unknown, and its host a lead for the supervisor to probe (with a
     control), not blame: the README gives an unknown failure no origin, and the host may well be innocent."""
@@ -577,8 +561,6 @@ def test_a_failure_of_unknown_cause_names_its_host_as_a_suspect_never_blamed(pat
     ("x1001c0s2b0n0: rank 5 died from signal 11 and dumped core\n"
      "x1001c0s3b0n0: rank 9 died from signal 15\n", FailureClass.RANK_KILLED, ["x1001c0s2b0n0"]),
 ])
-
-
 def test_a_paste_with_a_line_number_gutter_reads_as_printed(
         patterns: PatternSet, log: str, fclass: FailureClass, blamed: list[str]) -> None:
     """A log pasted from a viewer that numbers its lines ('  12  srun: error: ...'), also a quoted reply's lines so
@@ -627,8 +609,6 @@ def test_an_oom_below_the_shells_killed_line_is_placed_where_the_job_ran(pattern
      FailureClass.USER_ERROR, []),
     ("/home/alice/run/job_scripts/42: line 3: 7 Segmentation fault\n", FailureClass.RANK_KILLED, []),
 ], ids=["sge-spool-crash", "sge-spool-oom", "petsc-oom", "petsc-usage", "no-spool"])
-
-
 def test_where_the_job_ran_places_a_hostless_crash_or_oom(patterns: PatternSet, log: str, fclass: FailureClass,
                                                           blamed: list[str]) -> None:
     """Grid Engine's spool path of the job script (<spool>/<host>/job_scripts/<id>) and PETSc's report header
@@ -723,8 +703,6 @@ def test_a_crash_or_oom_without_a_host_is_tied_to_where_the_launcher_says_that_r
     ("ERROR: cannot read weights: network file system not responding", FailureClass.UNKNOWN),
     ("Error: cannot write /sys/fs/cgroup/memory/job42/memory.limit_in_bytes: invalid argument", FailureClass.UNKNOWN),
 ])
-
-
 def test_words_in_a_path_do_not_make_an_error_line_the_infrastructures(
         patterns: PatternSet, line: str, fclass: FailureClass) -> None:
     """The last resort passes over an error line that speaks of the infrastructure, but a file path's words
@@ -842,8 +820,6 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     ("Task failed because the node it was running on is dead or unavailable. This can happen if the node was "
      "preempted, had a hardware failure, or its raylet crashed unexpectedly.\n", None, []),
 ])
-
-
 def test_generic_meanings(patterns: PatternSet, text: str, fclass: FailureClass | None, blamed: list[str]) -> None:
     v = verdict(text, patterns)
     if fclass is None:
@@ -860,8 +836,6 @@ def test_generic_meanings(patterns: PatternSet, text: str, fclass: FailureClass 
     "gcc: fatal error: no input files",
     "*** ERROR: unknown keyword 'nstep' in input deck",
 ])
-
-
 def test_a_programs_own_error_line_is_the_last_resort(patterns: PatternSet, line: str) -> None:
     """A program no pack knows says what stopped it in an error line: when nothing else says why, that is the
     program's own stop (user_error, not retried), in the reason as the last resort."""
@@ -885,8 +859,6 @@ def test_a_programs_own_error_line_is_the_last_resort(patterns: PatternSet, line
     # a metric, not an error
     ("epoch 3 error: 0.0312\n", 1, FailureClass.UNKNOWN),
 ])
-
-
 def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None, expected: FailureClass) -> None:
     assert verdict(text, patterns, rc=rc).failure_class is expected
 
@@ -902,8 +874,6 @@ def test_the_last_resort_yields(patterns: PatternSet, text: str, rc: int | None,
     # another thread's exception does not end the JVM
     ('Exception in thread "pool-1-thread-3" org.example.sim.DivergenceException: residual', FailureClass.UNKNOWN),
 ])
-
-
 def test_the_main_threads_uncaught_java_exception_is_the_last_resort(
         patterns: PatternSet, line: str, expected: FailureClass) -> None:
     v = verdict(f"{line}\n\tat org.example.sim.Main.main(Main.java:12)\n", patterns, rc=1)
@@ -923,8 +893,6 @@ def test_the_main_threads_uncaught_java_exception_is_the_last_resort(
     ("Requested 50000x50000 (18.6GB) array exceeds maximum array size preference (15.9GB). This might cause MATLAB "
      "to become unresponsive.\n", FailureClass.OOM),
 ])
-
-
 def test_matlabs_own_errors(patterns: PatternSet, text: str, expected: FailureClass) -> None:
     v = verdict(text, patterns, rc=1)
     assert v.failure_class is expected and not v.blamed_hosts, v.reason
@@ -942,8 +910,6 @@ def test_matlabs_own_errors(patterns: PatternSet, text: str, expected: FailureCl
     ("Newton solver did not converge\nslurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step "
      "tasks have been OOM Killed.\n", FailureClass.OOM),
 ])
-
-
 def test_a_solvers_own_words_for_failed_numerics(patterns: PatternSet, text: str, expected: FailureClass) -> None:
     """A solver that did not converge, diverged or found a NaN stopped over its numerics (the program's input and
     model: not retried), unless it went on after the words or another line says why the run ended."""
@@ -956,8 +922,6 @@ def test_a_solvers_own_words_for_failed_numerics(patterns: PatternSet, text: str
     "[mpiexec@r001] match_arg (utils/args/args.c:159): unrecognized argument pmi_args",
     "bsub: illegal option -- x",
 ])
-
-
 def test_a_launcher_that_refuses_its_own_command_line_is_the_users_setup(patterns: PatternSet, line: str) -> None:
     """The launcher's or scheduler client's own words name no node: an option it does not know is the job script's
     (another MPI's flags), and every retry asks the same."""
@@ -978,8 +942,6 @@ _TB = 'Traceback (most recent call last):\n  File "run.py", line 10, in <module>
     'ERROR: LoadError: MyPkg.SolverError("diverged at step 12")',
     "ERROR: LoadError: PosDefException: matrix is not positive definite; Cholesky factorization failed.",
 ])
-
-
 def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
         patterns: PatternSet, line: str) -> None:
     """The last line of a traceback names an exception of the program's or a library's own class: when no other
@@ -1016,8 +978,6 @@ def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
     (f"{_TB}SystemExit: 2\n", 1),
     (f"{_TB}mylib.errors.SimulationError: negative density in cell 42\n", -9),
 ])
-
-
 def test_a_traceback_of_an_unknown_type_yields(patterns: PatternSet, text: str, rc: int) -> None:
     """An unknown exception type that speaks of the infrastructure, relays another process's failure, stands
     without a traceback, was outlived by the run or ignored, was an exit, or a crash's exit status: not read as
@@ -1033,8 +993,6 @@ def test_a_traceback_of_an_unknown_type_yields(patterns: PatternSet, text: str, 
     "error: unable to reach the licence service: no route to host",
     "ERROR (unhandled task failure): EOFError: read end of file",  # a peer gone (Julia Distributed)
 ])
-
-
 def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line: str) -> None:
     """A bare error line that speaks of the infrastructure (a name lookup, a read-only file system, a busy service,
     a route) is not read as the user's mistake: the failure is not called user_error (a retry may finish it)."""
@@ -1051,8 +1009,6 @@ def test_the_last_resort_reads_no_infrastructure_line(patterns: PatternSet, line
     "- ", "  * ",                                   # a Markdown list item holding the pasted line
     "  2. ",                                        # a numbered list (pastebin numbers every pasted line)
 ])
-
-
 def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSet, prefix: str) -> None:
     text = "".join(f"{prefix}{line}\n" for line in (
         "Traceback (most recent call last):", '  File "t.py", line 3, in <module>', "IndexError: list index out of range"))
@@ -1066,8 +1022,6 @@ def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSe
     ("> # State:           COMPLETED (exit code 0)", "slurm.job_end_completed"),
     ("2024-03-05T10:11:12.123Z ping failed on x1: No reply from x4307c2s6b0n0 after 120s", "pals.ping_no_reply"),
 ])
-
-
 def test_an_anchor_inside_a_pattern_allows_the_line_prefixes(patterns: PatternSet, line: str, expected: str) -> None:
     """Every "^" that anchors allows the prefixes real pastes carry (a quoted reply, Open MPI's tag, a timestamp),
     not only one that opens the regex: these lines were unread behind them."""
@@ -1139,8 +1093,6 @@ NO_MODULE_COMMAND = "/var/spool/slurmd/job123456/slurm_script: line 5: module: c
      None, FailureClass.NETWORK),
     ("", -15, FailureClass.UNKNOWN),  # stopped from outside: the setup line did not end the run
 ])
-
-
 def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
         patterns: PatternSet, setup: str, after: str, rc: int | None, expected: FailureClass) -> None:
     """A job script goes on past a module load that failed (or a shell with no `module` command at all): a crash,
@@ -1172,8 +1124,6 @@ IGNORED_AT_EXIT = (
     ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
      "IndexError: list index out of range\n", 1, FailureClass.USER_ERROR),
 ])
-
-
 def test_an_exception_python_ignored_does_not_decide(
         patterns: PatternSet, ignored: str, after: str, rc: int | None, expected: FailureClass) -> None:
     """CPython prints an exception it could not raise (a destructor's, an exit handler's) and goes on: the error
@@ -1200,8 +1150,6 @@ def test_an_infrastructure_error_python_ignored_still_counts(patterns: PatternSe
     " error file: /scratch/u/run0001/ID0000001/preprocess_ID0000001.err.000",  # pegasus-analyzer's failed-job table
     "stderr_log = /home/u/job.err",
 ])
-
-
 def test_a_field_naming_where_errors_go_is_not_the_last_resort(patterns: PatternSet, line: str) -> None:
     """A report's field that names the file errors go to is a label and a path, not an error the program printed."""
     assert verdict(f"{line}\n", patterns, rc=1).failure_class is not FailureClass.USER_ERROR
@@ -1313,8 +1261,6 @@ SLURM_MEMORY_KILL = "slurmstepd: error: Job 42664148 exceeded memory limit (1088
     # Two hosts named: which one ran out is not said.
     (LSF_HEADER + "MemoryError\nx3101c0s13b0n0: rank 3 exited with code 1\n", None),
 ])
-
-
 def test_an_out_of_memory_line_naming_no_host_is_placed_on_the_one_host_the_job_ran_on(
         patterns: PatternSet, text: str, origin: str | None) -> None:
     result = verdict(text, patterns)
@@ -1378,8 +1324,6 @@ def test_a_crash_naming_no_host_is_placed_where_the_launcher_says_the_first_proc
 
 
 @pytest.mark.parametrize("noise", [NO_MODULE_COMMAND, LMOD, IGNORED_IN_DESTRUCTOR, IGNORED_AT_EXIT])
-
-
 def test_lines_the_run_went_on_after_are_not_the_signature(patterns: PatternSet, noise: str) -> None:
     """Every attempt of a job prints its setup warnings and its ignored exceptions alike: two different failures
     after them keep two signatures (else the second would read as the same failure on healthy hosts, exit 3)."""
@@ -1412,8 +1356,6 @@ PIP_RETRY_WARNING = (
     ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
      "IndexError: list index out of range\n", 1, FailureClass.USER_ERROR),
 ])
-
-
 def test_a_network_error_a_client_warned_of_and_went_on_after_does_not_decide(
         patterns: PatternSet, warning: str, after: str, rc: int | None, expected: FailureClass) -> None:
     """torch elastic's background keep-alive warning (printed when the store's node finished first) and pip's retry
@@ -1441,8 +1383,6 @@ def test_a_dead_nodes_warning_still_decides(patterns: PatternSet) -> None:
     "srun: error: ioctl(TIOCGWINSZ): Inappropriate ioctl for device",
     "slurmstepd: error: couldn't chdir to `/home/user/run': No such file or directory: going to /tmp instead",
 ])
-
-
 def test_a_scripts_housekeeping_is_not_the_last_resort(patterns: PatternSet, line: str) -> None:
     """A job script's `ls` of a checkpoint not yet written, `rm` of a lock already gone, or git's refusal before the
     run are checks and cleanup the script goes on after: never why the job stopped. A tool refusing an input
@@ -1458,8 +1398,6 @@ def test_a_scripts_housekeeping_is_not_the_last_resort(patterns: PatternSet, lin
     "bash: module: line 1: syntax error: unexpected end of file\nbash: error importing function definition for `module'\n",
     "bash: BASH_FUNC_ml(): line 0: syntax error near unexpected token `)'\n",
 ])
-
-
 def test_an_environment_function_bash_could_not_import_is_setup(patterns: PatternSet, noise: str) -> None:
     """A login shell's exported `module` function the job's bash could not import is the environment's noise: the
     launch failure after it decides; alone, with the program's own non-zero exit, the setup is the job's."""
@@ -1476,8 +1414,6 @@ def test_an_environment_function_bash_could_not_import_is_setup(patterns: Patter
     "ValueError: could not decode image shard-00012.jpg, skipping",
     "ImportError: cannot import name 'FusedAdam' from 'apex.optimizers'; continuing without apex",
 ])
-
-
 def test_an_error_line_that_says_what_the_program_did_instead_does_not_decide(patterns: PatternSet, line: str) -> None:
     """An error the program reports and goes on after (it falls back, skips, continues without) is not what
     ended the run: the collective's failure after it decides."""
@@ -1511,8 +1447,6 @@ ABORTED = ".command.sh: line 2:    32 Aborted                 (core dumped) stri
      "./run.sh: line 2:    32 Segmentation fault      (core dumped) stringtie\n", None, FailureClass.RANK_KILLED),
     ("Error: device 0 is not available\n" + ABORTED, None, FailureClass.RANK_KILLED),
 ])
-
-
 def test_a_programs_error_then_its_own_abort_is_the_programs_stop(
         patterns: PatternSet, text: str, rc: int | None, expected: FailureClass) -> None:
     """A program that prints its own error and then calls abort() stopped itself: its error decides, and the
@@ -1532,8 +1466,6 @@ def test_a_programs_error_then_its_own_abort_is_the_programs_stop(
      "slurmstepd: error: Detected 1 oom_kill event in StepId=5.batch. Some of the step tasks have been OOM Killed.",
      FailureClass.OOM),
 ])
-
-
 def test_a_stop_or_success_someone_else_reported_yields_to_a_line_that_says_why(
         first: str, then: str, want: FailureClass, patterns: PatternSet) -> None:
     """bkill's acknowledgement, Ray Tune's stop signal and Airflow's 'Marking task as SUCCESS' sum a run up: any
@@ -1549,8 +1481,6 @@ def test_a_stop_or_success_someone_else_reported_yields_to_a_line_that_says_why(
     "malloc failed",
     "Insufficient memory to allocate workspace",
 ])
-
-
 def test_an_allocation_refused_in_plain_words_is_an_out_of_memory_unless_a_line_says_more(
         words: str, patterns: PatternSet) -> None:
     """Programs with no out-of-memory message of their own say an allocation was refused ('memory allocation failed',
@@ -1570,8 +1500,6 @@ def test_an_allocation_refused_in_plain_words_is_an_out_of_memory_unless_a_line_
     ("malloc failed for the staging buffer; falling back to mmap", "malloc failed for the staging buffer"),
     ("Warning: out of memory for the texture cache, it is skipped", "out of memory for the texture cache"),
 ])
-
-
 def test_memory_words_on_a_line_the_program_went_on_after_are_not_why_it_ended(
         line: str, alone: str, patterns: PatternSet) -> None:
     """A warning or a fallback in a program's own memory words: the run went on, so an exit 1 after it is of a cause
@@ -1624,8 +1552,6 @@ def test_open_mpis_missing_executable_is_the_users_and_blames_no_node(patterns: 
     ("HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n"
      "[gpu-07:08475] *** Process received signal ***\n[gpu-08:09475] *** Process received signal ***\n", None),
 ])
-
-
 def test_a_device_fault_naming_no_host_is_placed_on_the_one_host_the_run_is_tied_to(
         patterns: PatternSet, text: str, origin: str | None) -> None:
     result = verdict(text, patterns)

@@ -224,8 +224,6 @@ def test_a_host_name_cut_at_the_paste_width_is_read_whole(patterns: PatternSet) 
 
 
 @pytest.mark.parametrize("marks", ["> ", "> > ", ">> ", "  > "])
-
-
 def test_a_quoted_reply_wrapped_by_the_mail_client_is_one_line(patterns: PatternSet, marks: str) -> None:
     """A mailing-list reply quotes each piece of a line its client wrapped: the second piece's quote marks are the
     client's, so the line as mpirun printed it (and the node it names) is read across the wrap."""
@@ -261,8 +259,6 @@ def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=4096))
-
-
 def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
     """Any byte string scans without error, and line numbers stay within the input."""
     result = scan(data, PATTERNS)
@@ -272,8 +268,6 @@ def test_fuzz_random_bytes_never_crash(data: bytes) -> None:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.binary(min_size=1, max_size=64), st.integers(min_value=1, max_value=160))
-
-
 def test_fuzz_long_lines_bounded(chunk: bytes, repeat_k: int) -> None:
     """Lines up to ~10 MB of repeated random bytes scan, truncated, without error."""
     line = (chunk * ((repeat_k * 65536) // len(chunk) + 1))[: repeat_k * 65536]
@@ -299,8 +293,6 @@ def _boundaries(line: bytes) -> list[int]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(EXAMPLES), st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(ESCAPES)), max_size=6))
-
-
 def test_escapes_at_word_boundaries_never_hide_a_match(example: tuple[str, str], inserts: list[tuple[int, bytes]]) -> None:
     """Every pattern example yields the same evidence with escapes and NULs inserted at any word boundaries
     (the prefilter runs on raw bytes and must tolerate them where colourisers put them)."""
@@ -429,8 +421,6 @@ def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
 @given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),
                 max_size=12))
-
-
 def test_engines_agree_on_examples_with_escapes_anywhere(examples: list[tuple[str, str]], inserts: list[tuple[int, bytes]]) -> None:
     """Pattern examples run together, with escapes, NULs and breaks inserted at any byte (inside words too,
     where the prefilters do not look for them): both engines find the same evidence."""
@@ -498,8 +488,6 @@ def test_a_prefilter_hyperscan_rejects_stays_in_re2() -> None:
 
 
 @pytest.mark.parametrize("engine", ["re2", "hyperscan"])
-
-
 def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_without_literals(engine: str) -> None:
     """A pattern with no literal every choice needs is searched whole: its '^' inside (here after a '|') must not
     stay anchored in the prefilter, since the match lets the line's prefix ('[1,0]<stderr>:') stand before it."""
@@ -528,8 +516,6 @@ def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_withou
     ("plain", ["plain"]),
     ("x|(?i:y|z)", ["x", "(?i:y)", "(?i:z)"]),
 ])
-
-
 def test_a_prefilter_form_goes_to_hyperscan_as_its_top_level_choices(regex: str, choices: list[str]) -> None:
     """A form's choices are compiled as the expressions of one database (a tenth of the compiler's memory for the
     biggest forms): only a '|' outside escapes, classes and groups splits, and a group or flags around the whole
@@ -638,8 +624,6 @@ def test_a_pair_keyed_pattern_is_searched_only_where_both_words_are() -> None:
 
 
 @pytest.mark.parametrize("ignore_case", [False, True])
-
-
 def test_only_one_word_of_a_pair_is_probed_and_the_other_is_still_required(ignore_case: bool) -> None:
     """The probe holds one word of each pair (a pair's second word is often one a log is full of: "rank"); the
     other is looked for in the blocks where the first is, so a block holding either word alone flags nothing."""
@@ -707,8 +691,6 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     (b"`2020-10-22 02:48:58 10.128.0.33 [3] ", "10.128.0.33"),
     (b"2020-10-22 02:48:58 [3] ", None),
 ])
-
-
 def test_a_pdsh_prefix_names_where_a_failure_started(prefix: bytes, host: str | None) -> None:
     """A line that says where a failure started but names no host takes its pdsh-style ``host: `` prefix
     (pdsh, clush, DeepSpeed's multi-node runner), when the prefix can only be a node's name."""
