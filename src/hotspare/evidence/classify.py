@@ -535,15 +535,14 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
 # buffers, and a unit in a broken state fails there ("forrtl: severe (28): CLOSE error, unit 50", "(38) error during
 # write"; the Intel Fortran Developer Guide's list of runtime error messages: 28 is an error condition met during a
 # CLOSE). An I/O error on the few lines after the runtime's own crash report is that exit, not a storage fault.
-_RUNTIME_CRASH = "fortran.forrtl_crash_signal"
-_RUNTIME_EXIT_IO = frozenset({"fortran.forrtl_io_error"})
+_RUNTIME_CRASH, _RUNTIME_EXIT_IO = "fortran.forrtl_crash_signal", "fortran.forrtl_io_error"
 _RUNTIME_EXIT_LINES = 4
 
 
 def _runtime_exit_io(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev`` is a Fortran runtime's I/O error printed while it ended a rank whose crash it had just reported
     (see :data:`_RUNTIME_EXIT_IO`)."""
-    return ev.pattern in _RUNTIME_EXIT_IO and any(
+    return ev.pattern == _RUNTIME_EXIT_IO and any(
         e.pattern == _RUNTIME_CRASH and 0 < ev.line - e.line <= _RUNTIME_EXIT_LINES for e in evidence)
 
 

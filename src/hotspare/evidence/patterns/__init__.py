@@ -70,9 +70,9 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: opened with ``#`` into a heading: Google Code's export shows ``## python: can't open file ...``), and the
 #: backquotes that open Markdown code: one for inline code (a line quoted as `...` in an issue or a forum post),
 #: three for a block whose first line was pasted on the fence itself (```host: rank 0 died from signal 11```).
-#: Taken lazily (as
-#: few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own gets that text and
-#: captures its host, where a greedy allowance would swallow it as a ``[...]`` tag. glog's and Abseil's ``E0527
+#: Taken lazily (as few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own
+#: gets that text and captures its host, where a greedy allowance would swallow it as a ``[...]`` tag. glog's and
+#: Abseil's ``E0527
 #: 16:53:14.480000 391100 file.cc:737]`` (severity, month and day, time to the microsecond, thread or process id,
 #: source file and line) is the same prefix in PyTorch's own logs (torch/_logging TorchLogsFormatter), which carry a
 #: failed rank's traceback one line at a time behind it.
