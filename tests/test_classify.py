@@ -1015,6 +1015,38 @@ def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSe
     assert verdict(text, patterns, rc=1).failure_class is FailureClass.USER_ERROR
 
 
+@pytest.mark.parametrize("prefix", [
+    "2024/03/05 10:11:12 ",                                     # Go's log package
+    "2024/03/05 10:11:12.123456 ",                              # Go's log with microseconds
+    "24/03/05 10:11:12 ERROR ",                                 # log4j's yy/MM/dd (Spark, Hadoop) and a level word
+    "03/05/2024 10:11:12 AM ",                                  # a US date with AM/PM
+    "2024-03-05 10:11:12,123 - train - ERROR - ",               # Python logging's asctime - name - levelname -
+    "2024-03-05 10:11:12.123 | ERROR    | train:main:42 - ",    # loguru's default format
+    "Mar-05 10:11:12.123 [main] ERROR nextflow.cli - ",         # Nextflow's .nextflow.log
+    "[rank3]: 2024-03-05 10:11:12,123 - train - INFO - ",       # a rank's tag, then its logger's
+])
+def test_a_line_is_read_behind_a_logging_frameworks_prefix(patterns: PatternSet, prefix: str) -> None:
+    """A logging framework puts its own date, logger name and level before each line it writes (Go's log, log4j,
+    Python's logging, loguru, Nextflow's log): a line that opens with its host, read anchored, is still read behind
+    them (each of these hid it: nothing was blamed), and a program's own bare refusal is still its refusal."""
+    got = verdict(f"{prefix}x1921c7s1b0n0: rank 5 died from signal 9\n", patterns, rc=1)
+    assert got.failure_class is FailureClass.RANK_KILLED and got.blamed_hosts == (Host("x1921c7s1b0n0"),), got.reason
+    got = verdict(f"{prefix}Error: No such option: --nodes\n", patterns, rc=1)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+
+
+def test_sparks_summary_of_a_failed_task_is_not_the_programs_refusal(patterns: PatternSet) -> None:
+    """Spark's driver logs that a task used up its attempts and a writer aborts its job at ERROR level, behind
+    log4j's date: they say a task failed, not why (here a Python worker crashed), so the last resort does not read
+    them as the user's mistake and the run is not stopped as one."""
+    text = ("20/06/07 19:20:42 ERROR TaskSetManager: Task 1 in stage 9.0 failed 1 times; aborting job\n"
+            "20/06/07 19:20:42 ERROR FileFormatWriter: Aborting job b0aa29b9-042f-4362-9d54-de936645d883.\n"
+            "org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 9.0 failed 1 times, "
+            "most recent failure: Lost task 1.0 in stage 9.0 (TID 408, localhost, executor driver): "
+            "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)\n")
+    assert verdict(text, patterns).failure_class is not FailureClass.USER_ERROR
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     # patterns whose "^" stands inside a choice: "(?:^|\s)...", "one|^two"
     ("[1,0]<stderr>:ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "

@@ -97,6 +97,10 @@ LINE_PREFIX = (
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
+    r"|[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"   # Go, log4j, US
+    r"|[A-Z][a-z]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"   # Nextflow's MMM-dd
+    r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)[ \t]"   # a logger's level word
+    r"|(?:[-|][ \t]+)?(?:[A-Za-z0-9_][A-Za-z0-9_.:<>-]* +)?[-|][ \t]"   # a logger's " - name - ", " | LEVEL | "
     r")[ \t]*){0,4}?"
 )
 
