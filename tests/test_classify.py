@@ -1133,6 +1133,27 @@ def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
     assert verdict(setup + after, patterns, rc=rc).failure_class is expected
 
 
+CONDA_SHELL_NOT_SET_UP = (
+    "\nCommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.\n"
+    "To initialize your shell, run\n\n    $ conda init <SHELL_NAME>\n\n"
+    "IMPORTANT: You may need to close and restart your shell after running 'conda init'.\n\n")
+
+
+@pytest.mark.parametrize(("after", "rc", "expected"), [
+    ("", 1, FailureClass.USER_ERROR),  # alone: the job ran without its environment
+    ("slurmstepd-n3: error: *** JOB 12845038 ON n3 CANCELLED AT 2021-08-23T10:00:58 DUE TO TIME LIMIT ***\n", None,
+     FailureClass.WALLTIME),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "ModuleNotFoundError: No module named 'torch'\n", 1, FailureClass.USER_ERROR),
+])
+def test_a_conda_activate_the_shell_was_not_set_up_for_is_setup(
+        patterns: PatternSet, after: str, rc: int | None, expected: FailureClass) -> None:
+    """conda's CommandNotFoundError for 'conda activate' in a batch shell without conda's shell function ends only
+    that command: the script runs on, so the scheduler's time limit after it (progress lines or not) decides, as
+    the program's own error does; alone, it is the job's setup that is wrong."""
+    assert verdict(CONDA_SHELL_NOT_SET_UP + after, patterns, rc=rc).failure_class is expected
+
+
 IGNORED_IN_DESTRUCTOR = (
     "Exception ignored in: <function Pool.__del__ at 0x7f3a2c1e5ee0>\n"
     "Traceback (most recent call last):\n"
@@ -1203,10 +1224,11 @@ def test_an_error_line_that_says_it_was_ignored_is_not_the_last_resort(patterns:
 
 
 def test_a_program_error_the_job_worked_on_after_yields_to_the_schedulers_stop(patterns: PatternSet) -> None:
-    """A batch script's failed 'conda activate' that the script went on after (tqdm items done after it) did not end
-    the run: the time limit or the scancel that stopped it later decides. With no progress after the error, the
-    error still decides (the job hung on after it until the limit)."""
-    error = "CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.\n"
+    """A program error the batch script went on after (a step of the script that failed, tqdm items done after it)
+    did not end the run: the time limit or the scancel that stopped it later decides. With no progress after the
+    error, the error still decides (the job hung on after it until the limit). (conda's failed 'conda activate' is
+    a setup line and yields to the stop either way: test_a_conda_activate_the_shell_was_not_set_up_for_is_setup.)"""
+    error = "ValueError: could not convert string to float: 'n/a'\n"
     bar = "  2%|▏         | 1/50 [10:31<8:35:20, 631.04s/it]\n"
     limit = "slurmstepd: error: *** JOB 42221 ON c1 CANCELLED AT 2022-04-14T16:20:46 DUE TO TIME LIMIT ***\n"
     cancel = "slurmstepd: error: *** JOB 41994 ON c1 CANCELLED AT 2022-04-14T14:03:49 ***\n"

@@ -644,8 +644,8 @@ _STATUS_ONLY = frozenset({
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort",
 })
-# A job script's environment setup that failed (a module that is unknown or cannot be loaded; conda's own
-# CommandNotFoundError has _ran_on_until_stopped): the script goes on without it (no `set -e`), so what the
+# A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
+# in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
 # program then says decides first, a crash line anywhere too; alone, it is the user's mistake (the site does not
 # offer what the script asks for).
 _SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found"})
@@ -665,11 +665,20 @@ _SETUP_FUNCTIONS = re.compile(
     r"line [0-9]+: ")
 
 
+# The same of conda's 'conda activate' in a shell where conda's shell function was never set up: conda itself
+# runs, raises CommandNotFoundError and exits 1 (conda/exceptions.py CommandNotFoundError.__init__: for the
+# activate commands, "Your shell has not been properly configured to use 'conda %(command)s'.", then how to run
+# 'conda init'), and the batch script goes on in the environment it had (read as generic.program_error_named).
+_CONDA_SHELL_NOT_SET_UP = re.compile(
+    r"CommandNotFoundError: Your shell has not been properly configured to use 'conda (?:de)?activate'")
+
+
 def _setup_line(ev: Evidence) -> bool:
     """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
     return ev.pattern in _SETUP_ONLY or (
         ev.pattern == "python.script_command_error" and _SETUP_COMMANDS.search(ev.text) is not None) or (
-        ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None)
+        ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None) or (
+        ev.pattern == "generic.program_error_named" and _CONDA_SHELL_NOT_SET_UP.search(ev.text) is not None)
 
 
 # Python's report of an exception it could not raise and ignored (python.exception_ignored: a destructor's,
