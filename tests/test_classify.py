@@ -1753,3 +1753,30 @@ def test_mpd_every_rank_sigkilled_alike_is_unknown(patterns: PatternSet) -> None
     assert verdict(mixed, patterns).failure_class is FailureClass.RANK_KILLED
     one = "rank 2 in job 5  fds1_53958   caused collective abort of all ranks\n  exit status of rank 2: killed by signal 9\n"
     assert verdict(one, patterns).failure_class is FailureClass.RANK_KILLED
+
+
+def test_flux_broker_log_prefix_does_not_hide_a_relayed_crash(patterns: PatternSet) -> None:
+    """flux-core#3095: the broker's log prefix ('<time> broker.err[0]: ', src/broker/log.c) before runat's relay of
+    the rc1 script's stderr ('rc1.0: ', src/broker/runat.c) still lets tcsh's bare 'Segmentation fault' be read."""
+    v = verdict("flux-broker: using singleton\n"
+                "2020-07-30T06:37:55.600399Z broker.err[0]: rc1.0: Segmentation fault\n"
+                "2020-07-30T06:37:55.600558Z broker.err[0]: rc1.0: _libcver: Undefined variable.\n", patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED
+    assert v.blamed_hosts == ()
+
+
+def test_job_script_that_kills_its_own_ranks_is_cancelled(patterns: PatternSet) -> None:
+    """copper on Sunspot: the script's set -x trace shows its own pkill, then PALS reports the SIGTERM death."""
+    v = verdict("+ mpirun -np 7 -ppn 1 ./copper 1\n+ sleep 80s\n+ pkill -f copper\n"
+                f"x1921c0s6b0n0.{SUNSPOT}: rank 2 died from signal 15\n+ date\n", patterns)
+    assert v.failure_class is FailureClass.CANCELLED
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+
+
+def test_traced_kill_explains_neither_a_crash_nor_an_earlier_teardown(patterns: PatternSet) -> None:
+    """The traced kill decides only when nothing else does and the teardown comes after it."""
+    crash = verdict(f"+ pkill -f monitor\nx1921c0s6b0n0.{SUNSPOT}: rank 2 died from signal 11\n"
+                    f"x1921c0s4b0n0.{SUNSPOT}: rank 1 died from signal 15\n", patterns)
+    assert crash.failure_class is FailureClass.RANK_KILLED
+    before = verdict(f"x1921c0s4b0n0.{SUNSPOT}: rank 1 died from signal 15\n+ pkill -f monitor\n", patterns)
+    assert before.failure_class is FailureClass.UNKNOWN

@@ -1411,16 +1411,38 @@ def _setup_failed(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> 
                      from_status=True, line=ev.line)
 
 
+#: The job script's own trace of a kill, pkill or killall (kernel.shell_trace_kill).
+_TRACE_KILL = "kernel.shell_trace_kill"
+
+
+def _own_kill(evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """The job script's traced kill (bash set -x: '+ pkill -f copper') with the launcher's teardown lines after it
+    (PALS 'rank N died from signal 15'): with nothing else to explain them, the ranks died of the signal the
+    script sent itself, a stop it asked for, not a failure."""
+    kill = next((e for e in evidence if e.pattern == _TRACE_KILL), None)
+    if kill is None or not any(e.role is Role.CASCADE and e.line > kill.line for e in evidence):
+        return None
+    return kill
+
+
+def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
+    """No exit status and no root cause: the script's own kill explains the teardown; else nothing does."""
+    if noise and (kill := _own_kill(evidence)) is not None:
+        return _Decision(FailureClass.CANCELLED, (), f"the job script's own {kill.text.strip()[:80]!r} at line "
+                         f"{kill.line}, then {noise} teardown line(s): it stopped its own ranks", from_status=True)
+    if noise:
+        return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status",
+                         from_status=True)
+    # No verdict without evidence: a log that shows no failure has not shown success either (a job killed
+    # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
+    return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success",
+                     from_status=True)
+
+
 def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision:
     noise = sum(1 for e in evidence if e.role is Role.CASCADE)
     if status is None:
-        if noise:
-            return _Decision(FailureClass.UNKNOWN, (), f"{noise} teardown line(s) but no root cause and no exit status",
-                             from_status=True)
-        # No verdict without evidence: a log that shows no failure has not shown success either (a job killed
-        # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
-        return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success",
-                         from_status=True)
+        return _without_status(evidence, noise)
     if status.ok:
         return _Decision(FailureClass.SUCCESS, (), "exit 0 and no failure evidence", from_status=True)
     if status.signal in (signal.SIGINT, signal.SIGHUP):

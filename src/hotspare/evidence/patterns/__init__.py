@@ -75,7 +75,11 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: Abseil's ``E0527
 #: 16:53:14.480000 391100 file.cc:737]`` (severity, month and day, time to the microsecond, thread or process id,
 #: source file and line) is the same prefix in PyTorch's own logs (torch/_logging TorchLogsFormatter), which carry a
-#: failed rank's traceback one line at a time behind it.
+#: failed rank's traceback one line at a time behind it. The Flux broker's log on stderr puts
+#: ``<appname>.<severity>[<rank>]: `` before every message after its timestamp (flux-core src/broker/log.c
+#: log_fp: ``"%s.%s[%s]: %.*s\n"`` with stdlog_severity_to_string's emerg..debug, read at 4a5e79f), and its runat
+#: service relays an rc script's output behind ``rc1.0: `` (src/broker/runat.c stdio_cb ``"%s.%d: %.*s"``, which the
+#: ``host:`` item takes): ``broker.err[0]: rc1.0: Segmentation fault`` is the rc1 shell's report of a crashed command.
 #: What may stand after a ``$``-anchored pattern's text: the spaces and tabs a paste, an editor or a fixed-width
 #: report leaves at the end of a line (a mail archive pads, a terminal copy keeps the row's width).
 LINE_SUFFIX = r"[ \t]*$"
@@ -96,6 +100,7 @@ LINE_PREFIX = (
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
+    r"|[A-Za-z0-9_][A-Za-z0-9_-]*\.(?:emerg|alert|crit|err|warning|notice|info|debug)\[[0-9]+\]:"   # Flux broker
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
     r"|[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"   # Go, log4j, US
     r"|[A-Z][a-z]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"   # Nextflow's MMM-dd
