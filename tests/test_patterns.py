@@ -379,3 +379,17 @@ def test_a_line_pasted_on_a_markdown_fence_keeps_its_host(line: bytes) -> None:
     """A post's first log line often sits on the code fence itself: the fence is no part of the line."""
     hosts = {e.host.name for e in scan(line + b"\n", load_patterns(environ={})).evidence if e.host is not None}
     assert hosts == {"x4219c5s3b0n0"}
+
+
+def test_a_set_too_big_for_its_budget_grows_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pattern anchored at a line's start carries LINE_PREFIX, so a site's packs of such rules can make the
+    set's compiled program outgrow RE2's default budget: the set then compiles with a bigger one (RE2 takes the
+    memory only as it needs it) instead of failing the scan; past the ceiling it is one clear PatternError."""
+    every = load_patterns().event_patterns
+    monkeypatch.setattr(patterns_module, "SET_MAX_MEM", 1 << 20)
+    regex_set = patterns_module.build_set(every)
+    index = next(i for i, p in enumerate(every) if p.qualname == "slurm.job_end_completed")
+    assert index in (regex_set.Match(b"> # State:           COMPLETED (exit code 0)") or ())
+    monkeypatch.setattr(patterns_module, "SET_MAX_MEM_CEILING", 1 << 20)
+    with pytest.raises(PatternError, match="cannot compile them as one set"):
+        patterns_module.build_set(every)

@@ -99,16 +99,14 @@ LINE_PREFIX = (
     r"|<std(?:out|err)>:"                                         # the same tag whose [1,0] a paste cut off
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
-    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"                   # a bare time of day
+    r"|(?:[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T]|[A-Z][a-z]{2}-[0-9]{2} )?"   # a date: Go, log4j, US; Nextflow's MMM-dd
+    r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"         # a time of day
     r"|[0-9]+:"                                                   # srun -l
     r"|[0-9]{1,5}[ \t](?:[ \t]*>)?"                                # a paste's line-number gutter (then a quote)
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
-    r"|[A-Za-z0-9_][A-Za-z0-9_-]*\.(?:emerg|alert|crit|err|warning|notice|info|debug)\[[0-9]+\]:"   # Flux broker
-    r"|[A-Za-z0-9_][A-Za-z0-9_.-]*:"                              # pdsh / clush host:
-    r"|[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"   # Go, log4j, US
-    r"|[A-Z][a-z]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?"   # Nextflow's MMM-dd
+    r"|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\[[0-9]+\])?:"                # pdsh / clush host:, Flux broker.err[0]:
     r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)[ \t]"   # a logger's level word
     r"|(?:[-|][ \t]+)?(?:[A-Za-z0-9_][A-Za-z0-9_.:<>-]* +)?[-|][ \t]"   # a logger's " - name - ", " | LEVEL | "
     r")[ \t]*){0,4}?"
@@ -336,21 +334,36 @@ def _combine(patterns: Sequence[Pattern], *, osc: bool = False, common: dict[str
 
 #: RE2's memory budget for a set of patterns (see :func:`build_set`); single regexes keep 16 MB.
 SET_MAX_MEM = 64 << 20
+#: The most a set's budget grows to when its program does not fit the one before (see :func:`build_set`).
+SET_MAX_MEM_CEILING = 1 << 30
 
 
 def build_set(patterns: Sequence[Pattern]) -> Any:
     """An RE2 set of ``patterns`` as matched (``Match`` gives the positions of those matching a line)."""
-    options = re2_options()
     # The set's DFA holds states for all its patterns at once: with 16 MB, lines of many kinds (a dense log,
     # every pack's examples) made it flush its cache line after line (0.5-0.8 ms a line); with 64 MB it stays
-    # built (~10 us a line). The memory is taken only as states are made.
-    options.max_mem = SET_MAX_MEM
-    regex_set = re2.Set.SearchSet(options)
-    for pat in patterns:
-        regex_set.Add(pat.matched.encode("utf-8"))
-    if patterns:
-        regex_set.Compile()
-    return regex_set
+    # built (~10 us a line). The memory is taken only as states are made. The compiled program must fit the
+    # budget too, and it grows with every pattern anchored at a line's start (each carries LINE_PREFIX): a site's
+    # packs of such rules would make the default too small, so the budget doubles until the set compiles.
+    budget = SET_MAX_MEM
+    while True:
+        options = re2_options()
+        options.max_mem = budget
+        regex_set = re2.Set.SearchSet(options)
+        for pat in patterns:
+            regex_set.Add(pat.matched.encode("utf-8"))
+        if not patterns:
+            return regex_set
+        try:
+            regex_set.Compile()
+        except re2.error:
+            if budget >= SET_MAX_MEM_CEILING:
+                raise PatternError(
+                    f"{len(patterns)} patterns", f"RE2 cannot compile them as one set within "
+                    f"{SET_MAX_MEM_CEILING >> 20} MB; load fewer packs (HOTSPARE_PATTERNS)") from None
+            budget *= 2
+            continue
+        return regex_set
 
 
 def word_commonness(patterns: Iterable[Pattern]) -> dict[str, int]:
