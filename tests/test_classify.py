@@ -1035,6 +1035,14 @@ def test_a_line_is_read_behind_a_logging_frameworks_prefix(patterns: PatternSet,
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
 
 
+def test_an_exception_behind_spacks_arrow_banner_is_read(patterns: PatternSet) -> None:
+    """Spack prints its messages behind an arrow ('==> Error: ...'); an exception it relays there (a package's test
+    that raised) is the exception, read by the anchored patterns as it is without the arrow."""
+    got = verdict("==> Testing package slate-2021.05.02-eh6rahv\n"
+                  "==> Error: AttributeError: 'NoneType' object has no attribute 'command'\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+
+
 def test_sparks_summary_of_a_failed_task_is_not_the_programs_refusal(patterns: PatternSet) -> None:
     """Spark's driver logs that a task used up its attempts and a writer aborts its job at ERROR level, behind
     log4j's date: they say a task failed, not why (here a Python worker crashed), so the last resort does not read

@@ -64,7 +64,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 
 #: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most four
 #: ``>`` of a quoted reply (e-mail, Markdown; a mail archive keeps a report quoted three or four replies deep,
-#: ``>>> Successfully completed.``), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
+#: ``>>> Successfully completed.``) or arrows (Spack's ``==> Error: ...``), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
 #: ``1.``, as pastebin and forum renderers number every line of a pasted log), a Markdown heading's ``#`` to
 #: ``######`` (an issue tracker's importer or a renderer turns a pasted log line after a ``---`` or one that
 #: opened with ``#`` into a heading: Google Code's export shows ``## python: can't open file ...``), and the
@@ -90,7 +90,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 LINE_SUFFIX = r"[ \t]*$"
 
 LINE_PREFIX = (
-    r"[ \t]*(?:>[ \t]*){0,4}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*)?(?:(?:"
+    r"[ \t]*(?:=*>[ \t]*){0,4}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*)?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
