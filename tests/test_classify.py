@@ -1024,6 +1024,8 @@ def test_a_ranks_exception_is_read_behind_more_line_prefixes(patterns: PatternSe
     "2024-03-05 10:11:12.123 | ERROR    | train:main:42 - ",    # loguru's default format
     "Mar-05 10:11:12.123 [main] ERROR nextflow.cli - ",         # Nextflow's .nextflow.log
     "[rank3]: 2024-03-05 10:11:12,123 - train - INFO - ",       # a rank's tag, then its logger's
+    "(head, rank=0, pid=4503) ",                                # SkyPilot's per-node Ray task
+    "(sky-service-7080, pid=2846) ",                            # SkyPilot's single-node task
 ])
 def test_a_line_is_read_behind_a_logging_frameworks_prefix(patterns: PatternSet, prefix: str) -> None:
     """A logging framework puts its own date, logger name and level before each line it writes (Go's log, log4j,

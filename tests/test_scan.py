@@ -683,6 +683,9 @@ GPU_FAULT = b"RuntimeError: CUDA error: unspecified launch failure"
     # ... or with each ESC in caret notation, as a pager or `cat -v` shows it
     (b"^[[36m(RayWorkerWrapper pid=4823, ip=10.233.68.253)^[[0m ", "10.233.68.253"),
     (b"(pid=4242) ", None),
+    # SkyPilot's per-node Ray task, named "<node>, rank=N,", is Ray's prefix too
+    (b"(worker1, rank=1, pid=3421, ip=10.0.0.2) ", "10.0.0.2"),
+    (b"(head, rank=0, pid=4503) ", None),
     # torch_xla's xla_dist names the TPU worker a line comes from by its address, after the time it logged it
     (b"2021-07-08 08:28:12 10.164.0.33 [0] ", "10.164.0.33"),
     (b"2021-07-08 08:28:12 10.164.0.33 ", None),

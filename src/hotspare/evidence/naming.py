@@ -57,8 +57,10 @@ _IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
 # prefix ("{dim}{colour}({prefix}{pid}, ip={ip}){reset} {line}", colorama: ESC[2m ESC[36m ... ESC[0m); a copy that
 # lost the ESC bytes keeps "[36m(WorkerDict pid=N, ip=A.B.C.D)[0m ", the same prefix; one copied from a pager or
 # `cat -v` shows each ESC in caret notation ("^[[36m(RayWorkerWrapper pid=N, ip=A.B.C.D)^[[0m "), the same again.
+# SkyPilot names its per-node Ray task "<node>, rank=N," ("(worker1, rank=1, pid=3421, ip=10.0.0.2) "): the same.
 _RAY_PREFIX = re.compile(
-    rb"[ \t]{0,4}(?:(?:\^\[)?\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)"
+    rb"[ \t]{0,4}(?:(?:\^\[)?\[[0-9;]{1,8}m){0,3}\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?"
+    rb"|[A-Za-z_][A-Za-z0-9_.-]*,(?: rank=[0-9]+,)? pid=[0-9]+)"
     rb", ip=((?:[0-9]{1,3}\.){3}[0-9]{1,3})\)(?:(?:\^\[)?\[[0-9;]{1,8}m){0,2}(?: |$)")
 # PyTorch/XLA's xla_dist (torch_xla/distributed/xla_dist.py, the TPU-pod launcher) logs every line a TPU VM's
 # worker prints as "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" with datefmt "%Y-%m-%d %H:%M:%S": the

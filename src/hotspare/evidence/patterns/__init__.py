@@ -85,6 +85,9 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: level word (``ERROR``, ``INFO``, ...) and the separators of Python logging's ``- name - LEVEL -`` and loguru's
 #: ``| LEVEL | module:function:line -``: a line written through one of them was otherwise unread by every anchored
 #: pattern (a fifth of the corpus's verdicts changed when each line was put behind one of these prefixes).
+#: SkyPilot runs each node's share of a job as a Ray task named "<task>," or "<node>, rank=N," (its generated job
+#: driver, sky/backends RayCodeGen: name_str = f'{node_name}, rank={rank},'), so Ray's "(name pid=N, ip=A)" prefix
+#: reads "(head, rank=0, pid=4503)" or "(sky-service-7080, pid=2846)" before every line the job prints.
 #: What may stand after a ``$``-anchored pattern's text: the spaces and tabs a paste, an editor or a fixed-width
 #: report leaves at the end of a line (a mail archive pads, a terminal copy keeps the row's width).
 LINE_SUFFIX = r"[ \t]*$"
@@ -97,7 +100,8 @@ LINE_PREFIX = (
     r"(?:" + _SYSLOG_TAG + ")?"
     r"|\[[^\]\n]{1,80}\](?:<std(?:out|err)>)?:?"                  # [rank3]: [1,0]<stderr>: [ 12.3] [INFO]
     r"|<std(?:out|err)>:"                                         # the same tag whose [1,0] a paste cut off
-    r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?)(?:, ip=[0-9.]+)?\)"   # Ray
+    r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?"
+    r"|[A-Za-z_][A-Za-z0-9_.-]*,(?: rank=[0-9]+,)? pid=[0-9]+)(?:, ip=[0-9.]+)?\)"   # Ray, SkyPilot's task names
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
     r"|(?:[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T]|[A-Z][a-z]{2}-[0-9]{2} )?"   # a date: Go, log4j, US; Nextflow's MMM-dd
     r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"         # a time of day
