@@ -1790,3 +1790,18 @@ def test_traced_kill_explains_neither_a_crash_nor_an_earlier_teardown(patterns: 
     assert crash.failure_class is FailureClass.RANK_KILLED
     before = verdict(f"x1921c0s4b0n0.{SUNSPOT}: rank 1 died from signal 15\n+ pkill -f monitor\n", patterns)
     assert before.failure_class is FailureClass.UNKNOWN
+
+
+def test_a_ci_runners_cancellation_after_the_killed_ranks_explains_them(patterns: PatternSet) -> None:
+    """Trixi.jl#1461: the GitHub Actions runner signals the step's processes when the job is cancelled and logs
+    'The operation was canceled.' once the step has ended, so hydra's SIGKILL banner above that line is the
+    cancellation's teardown and its host no origin; without the runner's line the SIGKILL decides."""
+    killed = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+              "=   PID 3335 RUNNING AT fv-az444-724\n"
+              "=   EXIT CODE: 9\n"
+              "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+    cancel = "Error: The operation was canceled.\n"
+    v = verdict(killed + cancel, patterns)
+    assert v.failure_class is FailureClass.CANCELLED
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert verdict(killed, patterns).failure_class is FailureClass.RANK_KILLED

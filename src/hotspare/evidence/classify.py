@@ -390,16 +390,31 @@ _PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code", "local.host_exit_code"
                             "horovod.first_exit_code"})  # non-zero codes only
 
 
+#: Cancellations their canceller reports only after it has signalled the job's processes: the GitHub Actions runner
+#: signals the step's process tree when the job is cancelled and logs 'The operation was canceled.' as the step's
+#: error once the step has ended (actions/runner StepsRunner.RunStepAsync), so the processes the step's own output
+#: reports SIGTERMed or SIGKILLed above that line are the cancellation's teardown too.
+_CANCEL_AFTER_TEARDOWN = frozenset({"generic.ci_runner_step_cancelled"})
+#: A rank's death by the signals a teardown sends (SIGKILL, SIGTERM), not by a crash signal of its own.
+_TEARDOWN_SIGNAL = re.compile(r"\bKilled\b|\bsignal:? ?(?:9|15)\b|\bSIG(?:KILL|TERM)\b|\bTerminated\b"
+                              r"|EXIT CODE: (?:9|15|137|143)\b")
+
+
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
     """Drop SIGKILLed ranks reported after the job was cancelled: ``scancel`` (or a second Ctrl-C to srun)
     ends the step with SIGTERM, then SIGKILL for whatever is left, and srun reports those tasks 'Killed'. A time
     limit's root line (the scheduler's, or the launcher's own: mpirun's MPIEXEC_TIMEOUT abort) stops the job the
-    same way, so the ranks srun reports 'Killed' after it are that stop's, not a rank's own death."""
-    cancel = next((e.line for e in evidence if e.failure_class is FailureClass.CANCELLED
-                   or (e.failure_class is FailureClass.WALLTIME and e.role is Role.ROOT)), None)
-    if cancel is None:
+    same way, so the ranks srun reports 'Killed' after it are that stop's, not a rank's own death. A cancellation
+    reported only after its teardown (:data:`_CANCEL_AFTER_TEARDOWN`) also explains the SIGKILLed and SIGTERMed
+    ranks above it; a crash signal of a rank's own (SIGSEGV, SIGABRT) above it still stands."""
+    stop = next((e for e in evidence if e.failure_class is FailureClass.CANCELLED
+                 or (e.failure_class is FailureClass.WALLTIME and e.role is Role.ROOT)), None)
+    if stop is None:
         return roots
-    return [e for e in roots if e.line < cancel or e.failure_class is not FailureClass.RANK_KILLED]
+    cancel = stop.line
+    afterwards = any(e.pattern in _CANCEL_AFTER_TEARDOWN for e in evidence)
+    return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED
+            or (e.line < cancel and not (afterwards and _TEARDOWN_SIGNAL.search(e.text)))]
 
 
 # Context lines that mark the start of a step's teardown.
