@@ -17,7 +17,14 @@ from hotspare.evidence import multi, records
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
 from hotspare.evidence.patterns import load_pack_text
-from hotspare.evidence.patterns.literals import key_words, marked_words, rarest_word, rarest_words
+from hotspare.evidence.patterns.literals import (
+    NON_ASCII,
+    key_words,
+    marked_words,
+    rarest_mark,
+    rarest_word,
+    rarest_words,
+)
 from hotspare.evidence.scan import BLOCK_BYTES, MAX_LINE_BYTES, detect_wrap_width
 
 # Hypothesis tests cannot take function-scoped fixtures; load the packs once.
@@ -801,3 +808,17 @@ def test_no_prefilter_form_holds_a_long_bounded_repeat() -> None:
         form = multi.prefilter_form(pattern.regex, common)
         bounds = [int(b) for b in re.findall(r"\{[0-9]*,?([0-9]+)\}", form)]
         assert all(b <= 40 for b in bounds), (pattern.qualname, bounds)
+
+
+def test_a_pattern_in_another_script_is_keyed_by_its_non_ascii_text() -> None:
+    """A localised shell's words (zh_CN bash's "已杀死" for Killed, "段错误" for Segmentation fault) hold no ASCII
+    word and no mark: they key their pattern as "some byte outside ASCII", so a plain ASCII block is not searched
+    for it and a block with such text is, and the finder finds what RE2 does."""
+    need_hyperscan()
+    finder = line_finder(PATTERNS, "hyperscan")
+    assert "kernel.shell_killed_localised" not in finder.always_searched()
+    assert "kernel.shell_killed_localised" not in finder.flagged(b"step 1 loss 2.0\nKilled\n")
+    assert "kernel.shell_killed_localised" in finder.flagged("step 1 loss 2.0\n已杀死\n".encode())
+    data = b"loss 2.0\n" * 50 + "./run.sh: 行 4: 13469 段错误 (核心已转储) ./a.out\n已杀死\n".encode()
+    assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
+    assert rarest_mark("已杀死") == NON_ASCII and rarest_mark("@已") == "@" and rarest_mark("Killed") is None

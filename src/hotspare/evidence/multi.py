@@ -48,6 +48,7 @@ from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
 from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
 from hotspare.evidence.patterns.literals import (
+    NON_ASCII,
     is_mark,
     key_words,
     marked_words,
@@ -238,7 +239,7 @@ class HyperscanLines:
                 seen.add(index)
                 flagged.update(self._word_forms[index])
         for mark, forms in self._mark_forms:
-            if mark in text:
+            if (not text.isascii()) if mark == _NON_ASCII_MARK else mark in text:
                 flagged.update(forms)
         if flagged & self._paired:
             looked: dict[int, bool] = {}
@@ -513,6 +514,11 @@ def probe_rank(word: str, commonness: dict[str, int]) -> tuple[bool, bool, int, 
     matcher most (short literals share its buckets with much of any text, and logs are full of them), then the
     commoner word in the packs' examples, then the shorter."""
     return word.isdigit(), len(word) < 5, commonness.get(word.lower(), 0), -len(word)
+
+
+#: How :data:`~hotspare.evidence.patterns.literals.NON_ASCII` stands among the marks' bytes: a block holds it when
+#: it is not all ASCII.
+_NON_ASCII_MARK = NON_ASCII.encode()
 
 
 def _marked(alternative: tuple[tuple[str, bool], ...]) -> bool:

@@ -36,6 +36,10 @@ RARE_WORD = 6
 #: Punctuation rare enough in log lines to key a pattern that holds no word (a pasted shell prompt's ``@``, a
 #: terminal's ``^C``), rarest first: a block is asked for one with a byte search (:func:`marked_words`).
 MARKS = "@^~`"
+#: The mark of a required run in another script: a localised shell's ``段错误`` or ``Убито`` holds no ASCII word and
+#: none of :data:`MARKS`, but a block of plain ASCII cannot hold it, and most logs are plain ASCII throughout
+#: (:mod:`hotspare.evidence.multi` asks ``bytes.isascii()``, one pass at memory speed). Ranked after the marks.
+NON_ASCII = "\x80"
 
 Alternatives = tuple[str, ...]
 #: What a run of literal text offers as a requirement: the run itself, or one of its words; None if too short.
@@ -103,7 +107,7 @@ def marked_words(regex: str, commonness: Commonness) -> tuple[Alternatives, bool
         return rarest_word(run, commonness) or rarest_mark(run)
 
     def key(alts: Alternatives) -> tuple[bool, bool, int, int, int]:
-        ranks = [(*_MARK_RANK, MARKS.index(a)) if is_mark(a) else _rarity(a, commonness) for a in alts]
+        ranks = [(*_MARK_RANK, (MARKS + NON_ASCII).index(a)) if is_mark(a) else _rarity(a, commonness) for a in alts]
         worst = max(ranks)
         return worst[0], worst[1], sum(r[2] for r in ranks), worst[3], len(alts)
 
@@ -111,13 +115,15 @@ def marked_words(regex: str, commonness: Commonness) -> tuple[Alternatives, bool
 
 
 def rarest_mark(text: str) -> str | None:
-    """The rarest of :data:`MARKS` in ``text``, if any."""
-    return next((mark for mark in MARKS if mark in text), None)
+    """The rarest of :data:`MARKS` in ``text``, if any; else :data:`NON_ASCII` if ``text`` holds a character
+    outside ASCII."""
+    mark = next((mark for mark in MARKS if mark in text), None)
+    return NON_ASCII if mark is None and not text.isascii() else mark
 
 
 def is_mark(key: str) -> bool:
     """Whether a key (:func:`marked_words`, :func:`key_words`) is a mark rather than a word."""
-    return len(key) == 1 and key in MARKS
+    return len(key) == 1 and (key in MARKS or key == NON_ASCII)
 
 
 #: How a mark ranks against words (:func:`marked_words`): after all of them, before nothing.
