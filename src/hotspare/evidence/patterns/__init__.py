@@ -64,7 +64,8 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 
 #: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most four
 #: ``>`` of a quoted reply (e-mail, Markdown; a mail archive keeps a report quoted three or four replies deep,
-#: ``>>> Successfully completed.``) or arrows (Spack's ``==> Error: ...``), a Markdown list item's ``-``, ``*`` or ``+`` (or an ordered one's
+#: ``>>> Successfully completed.``) or arrows (Spack's ``==> Error: ...``), a Markdown list item's ``-``, ``*``
+#: or ``+`` (or an ordered one's
 #: ``1.``, as pastebin and forum renderers number every line of a pasted log), a Markdown heading's ``#`` to
 #: ``######`` (an issue tracker's importer or a renderer turns a pasted log line after a ``---`` or one that
 #: opened with ``#`` into a heading: Google Code's export shows ``## python: can't open file ...``), and the
