@@ -1805,3 +1805,16 @@ def test_a_ci_runners_cancellation_after_the_killed_ranks_explains_them(patterns
     assert v.failure_class is FailureClass.CANCELLED
     assert v.blamed_hosts == () and v.exclude_hosts == ()
     assert verdict(killed, patterns).failure_class is FailureClass.RANK_KILLED
+def test_hydra_bootstrap_failure_relaying_ssh_usage_is_the_launchs_own_mistake(patterns: PatternSet) -> None:
+    """jtipton2/LinuxHPC (heldout206): Intel MPI's 'Unable to run bstrap_proxy on X' alone is a lead (network);
+    ssh's own usage text relayed below its 'Possible reasons' block says the launcher handed ssh a bad option:
+    user_error, and the host it names is not blamed."""
+    head = ("[mpiexec@n1] Error: Unable to run bstrap_proxy on cnode003 (pid 526696, exit code 65280)\n"
+            + "".join(f"[mpiexec@n1] reason line {i}\n" for i in range(12)))
+    alone = verdict(head, patterns, rc=255)
+    assert alone.failure_class is FailureClass.NETWORK
+    v = verdict(head + "unknown option -- -\nusage: ssh [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface]\n",
+                patterns, rc=255)
+    assert v.failure_class is FailureClass.USER_ERROR
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert not v.retryable

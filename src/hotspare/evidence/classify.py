@@ -521,8 +521,9 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # A setup line is read only when nothing else decides (_setup_failed); a Fortran runtime's I/O error as
             # it closes its units ending a rank that crashed is that crash's exit: the crash decides.
             continue
-        if ev.failure_class is FailureClass.USER_ERROR:
-            return _user_error(ev, evidence, progress)
+        refusal = _ssh_refusal_below(ev, evidence)  # a failed ssh bootstrap that relays ssh's own refusal
+        if ev.failure_class is FailureClass.USER_ERROR or refusal is not None:
+            return _user_error(refusal or ev, evidence, progress)
         if ev.failure_class is FailureClass.UNKNOWN:
             # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
             # anywhere in the log: the worker died of the missing module.
@@ -559,6 +560,25 @@ def _runtime_exit_io(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     (see :data:`_RUNTIME_EXIT_IO`)."""
     return ev.pattern == _RUNTIME_EXIT_IO and any(
         e.pattern == _RUNTIME_CRASH and 0 < ev.line - e.line <= _RUNTIME_EXIT_LINES for e in evidence)
+
+
+#: A launcher's report that the ssh it bootstraps with failed on a host (Intel MPI Hydra's 'Unable to run
+#: bstrap_proxy on X (pid N, exit code 65280)', 65280 being ssh's exit 255), and ssh's own refusal that the
+#: launcher relays below its 'Possible reasons' block (hydra's i_hydra_bstrap.c prints the block, then the
+#: bootstrap's stderr arrives).
+_SSH_BOOTSTRAP = frozenset({"hydra.bstrap_proxy_failed"})
+_SSH_REFUSALS = frozenset({"generic.ssh_usage", "generic.ssh_auth_refused"})
+_SSH_BOOTSTRAP_LINES = 20  # check_exit_codes .. HYD_bstrap_setup, 'Error setting up', 'Possible reasons:' and 10 more
+
+
+def _ssh_refusal_below(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """A launcher's failed ssh bootstrap says only that ssh did not start its proxy on a host (unreachable, or
+    refused); ssh's own refusal below it (its usage text for an option it does not take, a host key or login
+    refused) says which: the launch's ssh setup, the user's to fix, and the host it names is not at fault."""
+    if ev.pattern not in _SSH_BOOTSTRAP:
+        return None
+    return next((e for e in evidence if ev.line < e.line <= ev.line + _SSH_BOOTSTRAP_LINES
+                 and e.pattern in _SSH_REFUSALS), None)
 
 
 def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
