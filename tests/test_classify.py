@@ -1805,6 +1805,8 @@ def test_a_ci_runners_cancellation_after_the_killed_ranks_explains_them(patterns
     assert v.failure_class is FailureClass.CANCELLED
     assert v.blamed_hosts == () and v.exclude_hosts == ()
     assert verdict(killed, patterns).failure_class is FailureClass.RANK_KILLED
+
+
 def test_hydra_bootstrap_failure_relaying_ssh_usage_is_the_launchs_own_mistake(patterns: PatternSet) -> None:
     """jtipton2/LinuxHPC (heldout206): Intel MPI's 'Unable to run bstrap_proxy on X' alone is a lead (network);
     ssh's own usage text relayed below its 'Possible reasons' block says the launcher handed ssh a bad option:
