@@ -390,11 +390,11 @@ _PROGRAM_EXITS = frozenset({"slurm.srun_tasks_exit_code", "local.host_exit_code"
                             "horovod.first_exit_code"})  # non-zero codes only
 
 
-#: Cancellations their canceller reports only after it has signalled the job's processes: the GitHub Actions runner
+#: The cancellation its canceller reports only after it has signalled the job's processes: the GitHub Actions runner
 #: signals the step's process tree when the job is cancelled and logs 'The operation was canceled.' as the step's
 #: error once the step has ended (actions/runner StepsRunner.RunStepAsync), so the processes the step's own output
 #: reports SIGTERMed or SIGKILLed above that line are the cancellation's teardown too.
-_CANCEL_AFTER_TEARDOWN = frozenset({"generic.ci_runner_step_cancelled"})
+_CANCEL_AFTER_TEARDOWN = "generic.ci_runner_step_cancelled"
 #: A rank's death by the signals a teardown sends (SIGKILL, SIGTERM), not by a crash signal of its own.
 _TEARDOWN_SIGNAL = re.compile(r"\bKilled\b|\bsignal:? ?(?:9|15)\b|\bSIG(?:KILL|TERM)\b|\bTerminated\b"
                               r"|EXIT CODE: (?:9|15|137|143)\b")
@@ -412,7 +412,7 @@ def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
     if stop is None:
         return roots
     cancel = stop.line
-    afterwards = any(e.pattern in _CANCEL_AFTER_TEARDOWN for e in evidence)
+    afterwards = any(e.pattern == _CANCEL_AFTER_TEARDOWN for e in evidence)
     return [e for e in roots if e.failure_class is not FailureClass.RANK_KILLED
             or (e.line < cancel and not (afterwards and _TEARDOWN_SIGNAL.search(e.text)))]
 
@@ -566,7 +566,7 @@ def _runtime_exit_io(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 #: bstrap_proxy on X (pid N, exit code 65280)', 65280 being ssh's exit 255), and ssh's own refusal that the
 #: launcher relays below its 'Possible reasons' block (hydra's i_hydra_bstrap.c prints the block, then the
 #: bootstrap's stderr arrives).
-_SSH_BOOTSTRAP = frozenset({"hydra.bstrap_proxy_failed"})
+_SSH_BOOTSTRAP = "hydra.bstrap_proxy_failed"
 _SSH_REFUSALS = frozenset({"generic.ssh_usage", "generic.ssh_auth_refused"})
 _SSH_BOOTSTRAP_LINES = 20  # check_exit_codes .. HYD_bstrap_setup, 'Error setting up', 'Possible reasons:' and 10 more
 
@@ -575,7 +575,7 @@ def _ssh_refusal_below(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence
     """A launcher's failed ssh bootstrap says only that ssh did not start its proxy on a host (unreachable, or
     refused); ssh's own refusal below it (its usage text for an option it does not take, a host key or login
     refused) says which: the launch's ssh setup, the user's to fix, and the host it names is not at fault."""
-    if ev.pattern not in _SSH_BOOTSTRAP:
+    if ev.pattern != _SSH_BOOTSTRAP:
         return None
     return next((e for e in evidence if ev.line < e.line <= ev.line + _SSH_BOOTSTRAP_LINES
                  and e.pattern in _SSH_REFUSALS), None)
