@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
 import tomllib
@@ -422,6 +423,35 @@ def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
         got, want = (scan(text, PATTERNS, wrap_width="auto") for text in (page, data))
         assert (got.evidence, got.lines) == (want.evidence, want.lines), name
     assert escaped > 100
+
+
+def _docker_json(data: bytes) -> bytes:
+    """``data`` as Docker's json-file log driver stores it: one object per line, the line's newline in the string,
+    Go's escapes of <, > and & (moby daemon/logger/jsonfilelog, encoding/json)."""
+    lines = data.decode("utf-8").split("\n")
+    objects = [json.dumps({"log": line + "\n", "stream": "stderr", "time": "2024-03-05T10:11:12.123456789Z"},
+                          separators=(",", ":"))
+               .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") for line in lines[:-1]]
+    return "\n".join(objects).encode() + b"\n" + (lines[-1].encode() if lines[-1] else b"")
+
+
+def test_a_containers_json_log_reads_as_its_lines() -> None:
+    """A quarter of the corpus texts as a container engine stores them (a JSON object per line, the line a string in
+    it) give the evidence the printed text gives, line numbers included; a journal's JSON export alike. A JSON
+    logger's record is not unwrapped: its message is one field of many (NVSentinel's fault is in "events")."""
+    corpus = _corpus()[1::4]
+    for name, data in corpus:
+        got, want = (scan(text, PATTERNS, wrap_width="auto") for text in (_docker_json(data), data))
+        assert (got.evidence, got.lines) == (want.evidence, want.lines), name
+    line = "srun: error: Node failure on compute17"
+    for wrapped in ({"MESSAGE": line, "_HOSTNAME": "login1", "PRIORITY": "3"}, {"log": line + "\r\n"}):
+        got = scan(json.dumps(wrapped).encode() + b"\n", PATTERNS)
+        assert [(e.pattern, e.line, e.host) for e in got.evidence] == [
+            (e.pattern, e.line, e.host) for e in scan(line.encode() + b"\n", PATTERNS).evidence], wrapped
+    # A string that does not decode stays as it was written; a JSON logger's record keeps its other fields.
+    assert scan(b'{"log":"srun: error: Node failure on compute17\\x"}\n', PATTERNS).evidence
+    record = b'{"msg":"Health events received","events":[{"message":"DCGM_FR_VOLATILE_DBE_DETECTED"}]}\n'
+    assert scan_module._json_messages(record, whole=True) == record
 
 
 @settings(max_examples=200, deadline=None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import re
 import stat
@@ -489,6 +490,8 @@ def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False)
         raw = _clean(raw)
     elif b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
+    # A container engine's or a journal's JSON lines: each line's message, as the program printed it.
+    raw = _json_messages(raw, whole=small)
     # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes; a log copied from a web
     # page's source: HTML's escapes of quotes, <, > and &.
     raw = _unescape_html(_plain_quotes(_plain_spaces(raw)))
@@ -506,6 +509,40 @@ _CURLY_PLAIN = {b"\x98": b"'", b"\x99": b"'", b"\x9c": b'"', b"\x9d": b'"'}
 #: "instance of &#39;std::bad_alloc&#39;"), undone in one pass (so "&amp;lt;" is "&lt;", as the page meant).
 _HTML_ESCAPE = re.compile(rb"&(quot|#39|#x27|lt|gt|amp);")
 _HTML_PLAIN = {b"quot": b'"', b"#39": b"'", b"#x27": b"'", b"lt": b"<", b"gt": b">", b"amp": b"&"}
+
+
+#: A line that is a JSON object carrying a program's output line as a string: Docker's json-file log driver
+#: (``{"log":"...\\n","stream":"stderr","time":"..."}``, moby daemon/logger/jsonfilelog: one object per line the
+#: container wrote, its newline kept inside the string, written by Go's encoding/json, which escapes <, > and & as
+#: \\u003c, \\u003e, \\u0026) and ``journalctl -o json``'s ``"MESSAGE"`` (the rest are the journal's own fields).
+#: A JSON logger's ``"msg"`` is not taken: it is one field of a record whose others hold the error (NVIDIA
+#: NVSentinel's health events), and the unanchored patterns read the record as it is. Group 1 is the string's
+#: text, still escaped.
+_JSON_LINE = re.compile(
+    rb'^[ \t>]*\{[^\n]*?"(?:log|MESSAGE)" ?: ?"((?:[^"\\\n]|\\[^\n])*)"[^\n]*?\}[ \t\r]*$', re.MULTILINE)
+#: How far into a large block the look for JSON lines goes: a log written as JSON lines is JSON from its first line
+#: (a pasted excerpt, small, is searched whole).
+_JSON_HEAD = 4096
+
+
+def _json_messages(raw: bytes, *, whole: bool) -> bytes:
+    """Each JSON log line of ``raw`` replaced by the message it carries, unescaped, one line for one line: the
+    message's own line break goes (the JSON line's is kept), a break inside it becomes a ``\\r``, so line numbers
+    stay the file's. A line that is not such an object is kept as it is."""
+    if b'":' not in (raw if whole else raw[:_JSON_HEAD]):
+        return raw
+    return _JSON_LINE.sub(_json_message, raw)
+
+
+def _json_message(line: re.Match[bytes]) -> bytes:
+    try:
+        text: str = json.loads(b'"' + line.group(1) + b'"')
+    except ValueError:  # not a JSON string after all (a bad escape, invalid UTF-8): the line as it stands
+        return line.group()
+    message = text.encode("utf-8", "replace")
+    message = message[:-1] if message.endswith(b"\n") else message
+    message = message[:-1] if message.endswith(b"\r") else message
+    return message.replace(b"\n", b"\r")
 
 
 def _plain_quotes(raw: bytes) -> bytes:
@@ -537,7 +574,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    visible = _unescape_html(_plain_quotes(_plain_spaces(_clean(sample))))
+    visible = _unescape_html(_plain_quotes(_plain_spaces(_clean(_json_messages(sample, whole=False)))))
     lines = visible.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
