@@ -1820,3 +1820,17 @@ def test_hydra_bootstrap_failure_relaying_ssh_usage_is_the_launchs_own_mistake(p
     assert v.failure_class is FailureClass.USER_ERROR
     assert v.blamed_hosts == () and v.exclude_hosts == ()
     assert not v.retryable
+
+
+def test_pbs_epilogue_walltime_used_at_its_request_is_walltime(patterns: PatternSet) -> None:
+    """The PBS Pro epilogue (EPCC ARCHER): used walltime past the walltime requested, no other line: the limit
+    ended it. Under the request it says nothing (the job stopped on its own)."""
+    epilogue = (
+        "Resources requested: ncpus=24,place=free,walltime=00:05:00\n"
+        "Resources allocated: cpupercent=0,cput=00:00:00,mem=37848kb,ncpus=24,vmem=510000kb,walltime={used}\n"
+        "*** someone   Job: 397462.sdb   ended: 11/07/14 17:04:01   queue: standard ***\n"
+    )
+    v = verdict(epilogue.format(used="00:05:03"), patterns)
+    assert v.failure_class is FailureClass.WALLTIME
+    assert v.blamed_hosts == () and not v.retryable
+    assert verdict(epilogue.format(used="00:00:07"), patterns).failure_class is FailureClass.UNKNOWN

@@ -188,6 +188,7 @@ def classify(
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
         or _first_root(evidence, progress)
+        or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
         or _from_facts(facts)
         or _from_status(status, evidence)
@@ -1034,6 +1035,37 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
             fclass = ev.failure_class or FailureClass.UNKNOWN
             return _Decision(fclass, (), f"only consequences seen, first {ev.pattern} at line {ev.line}; no host named")
     return None
+
+
+#: The PBS Pro epilogue's request and usage lines (pbs pack) and the walltime each gives.
+_EPILOGUE_REQUESTED = "pbs.epilogue_walltime_requested"
+_EPILOGUE_USED = "pbs.epilogue_walltime_used"
+_WALLTIME_VALUE = re.compile(r"\bwalltime=([0-9]+):([0-9]{2}):([0-9]{2})\b")
+
+
+def _walltime_seconds(ev: Evidence) -> int | None:
+    found = _WALLTIME_VALUE.search(ev.text)
+    if found is None:
+        return None
+    hours, minutes, seconds = (int(g) for g in found.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """With no root cause, the job's epilogue may still say it ran out of time: the walltime it used ('Resources
+    allocated: ...,walltime=00:05:03') at or past the walltime it requested ('Resources requested: ...,walltime=
+    00:05:00') means the MOM's limit ended it (a job stops under its limit on its own, and the MOM kills it a few
+    seconds past). The last pair printed decides (an excerpt may hold several jobs' epilogues)."""
+    requested = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_REQUESTED), None)
+    used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
+    if requested is None or used is None:
+        return None
+    limit, spent = _walltime_seconds(requested), _walltime_seconds(used)
+    if limit is None or spent is None or limit == 0 or spent < limit:
+        return None
+    return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent} s used of the "
+                     f"{limit} s walltime requested at line {requested.line}: the job ran to its limit",
+                     line=used.line)
 
 
 def _signal_death(
