@@ -172,6 +172,21 @@ def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: Patter
     assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
 
 
+def test_tf_session_relay_quoting_a_storage_failure_is_transient_io(patterns: PatternSet) -> None:
+    """TensorFlow's 'This may be due to a preemption ... Error: %s' relays the error it caught; a checkpoint upload
+    the store kept refusing, quoted below it, decides. Alone, or quoting nothing known, the relay stays network."""
+    head = ("INFO:tensorflow:An error was raised. This may be due to a preemption in a connected worker or parameter "
+            "server. The current session will be closed and a new session will be created. Error: From "
+            "/job:worker/replica:0/task:1:\n")
+    quoted = ("All 10 retry attempts failed. The last failure: Unavailable: Error executing an HTTP request: HTTP "
+              "response code 503\n         when resuming upload gs://bkt/model.ckpt-60_temp_8381/\n")
+    v = verdict(head + quoted, patterns, rc=1)
+    assert v.failure_class is FailureClass.TRANSIENT_IO and v.blamed_hosts == ()
+    assert verdict(head + "Socket closed\n", patterns, rc=1).failure_class is FailureClass.NETWORK
+    far = head + "step 1\n" * 6 + quoted
+    assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
 def test_segfault_then_teardown_blames_origin_excludes_nobody(patterns: PatternSet) -> None:
     """A segfault on A, then the launcher's SIGTERM to every other rank: A is where it started; no node is at fault."""
     log = (
