@@ -1849,3 +1849,33 @@ def test_pbs_epilogue_walltime_used_at_its_request_is_walltime(patterns: Pattern
     assert v.failure_class is FailureClass.WALLTIME
     assert v.blamed_hosts == () and not v.retryable
     assert verdict(epilogue.format(used="00:00:07"), patterns).failure_class is FailureClass.UNKNOWN
+
+
+def test_r_halting_with_no_error_line_is_an_interrupt_not_the_scripts_error(patterns: PatternSet) -> None:
+    """R prints its error's message before 'Execution halted'; an interrupt (SIGINT: a Ctrl-C, a scheduler's first
+    kill signal) prints only the deferred warnings and the halt (src/main/errors.c onintrEx). A bare halt with no
+    error line above it, its socket workers then losing their connection, is not the script's own error (cause not
+    shown: unknown, retryable); with an error line ('Error: ...', 'Error in f(x) :') above it, it still is, and so
+    is a bare halt alone (an error line no pattern reads may stand above it)."""
+    lost = ("Error in unserialize(node$con) : error reading from connection\n"
+            "Calls: <Anonymous> ... doTryCatch -> recvData -> recvData.SOCKnode -> unserialize\n"
+            "Execution halted\n")
+    halted = verdict("Warning message:\n'isSpike' is deprecated.\nSee help(\"Deprecated\") \nExecution halted\n" + lost,
+                     patterns)
+    assert halted.failure_class is FailureClass.UNKNOWN and halted.retryable and not halted.blamed_hosts
+    unread = verdict("Error in if (attr(r, \"status\") != 0) { : argument is of length zero\nExecution halted\n", patterns)
+    assert unread.failure_class is FailureClass.USER_ERROR
+    own = verdict("Error: object 'x' not found\nExecution halted\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+    call = verdict("Error in library(foo) : there is no package called 'foo'\nExecution halted\n", patterns)
+    assert call.failure_class is FailureClass.USER_ERROR
+
+
+def test_a_containers_exit_code_137_in_docker_inspect_is_a_sigkill_unless_oomkilled(patterns: PatternSet) -> None:
+    """docker inspect's State "ExitCode": 137 says the container was SIGKILLed (rank_killed); with "OOMKilled": true
+    beside it the OOM decides."""
+    state = '    "State": {{\n        "OOMKilled": {oom},\n        "ExitCode": 137,\n    }},\n'
+    killed = verdict(state.format(oom="false"), patterns)
+    assert killed.failure_class is FailureClass.RANK_KILLED
+    oom = verdict(state.format(oom="true"), patterns)
+    assert oom.failure_class is FailureClass.OOM

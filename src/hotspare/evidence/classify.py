@@ -514,7 +514,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
                 or _killed_says_more(ev, evidence)
-                or _halted_at_lost_worker(ev, evidence)):
+                or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -531,6 +531,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
                             and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
                             and not _setup_line(e) and not _halted_at_lost_worker(e, evidence)
+                            and not _halted_without_error(e, evidence)
                             and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
             if mistake is not None:
                 return _user_error(mistake, evidence, progress)
@@ -684,6 +685,7 @@ _QUOTED_CAUSE_LINES = 4
 # program reports it.
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
+    "kubernetes.container_exit_code_137",
     "generic.tool_killed_signal_words",
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.out_of_memory_words", "generic.allocation_failed_words",
@@ -926,6 +928,7 @@ def _logged_warning(ev: Evidence) -> bool:
 # words beside it ('FATAL ERROR: Error occurred during execution of mpiexec ...', logged before the traceback that
 # quotes the status) say only that the step failed; the kill says how, wherever the two lines are.
 _KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status_sigkill",
+                            "kubernetes.container_exit_code_137",
                             "generic.tool_killed_signal_words"})
 
 
@@ -942,6 +945,20 @@ def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     'Error in f(x) :' before the lost worker still decides)."""
     return ev.pattern == "rlang.execution_halted" and any(
         e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+
+
+def _halted_without_error(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is R's bare 'Execution halted' with no line above it that any pattern read (no 'Error in f(x) :',
+    no 'Error: ...'): R prints an error's message before it halts at it (src/main/errors.c verrorcall_dflt), but an
+    interrupt prints only a newline (onintrEx) before jump_to_top_ex shows the deferred warnings and, in a
+    non-interactive session, 'Execution halted'. A halt with no error line, whose socket workers then find their
+    connection closed, is the session interrupted from outside (SIGINT: a Ctrl-C, or the first signal a scheduler
+    sends at its limits) and its workers torn down with it, not the script's own error; the excerpt does not say
+    who sent it. (Only with the lost workers below: an R error line no pattern reads, 'Error in if (x) { : ...',
+    leaves a bare halt too.)"""
+    return (ev.pattern == "rlang.execution_halted" and ev.text.strip() == "Execution halted"
+            and not any(e.line < ev.line for e in evidence)
+            and any(e.pattern == _R_LOST_WORKER and e.line > ev.line for e in evidence))
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
