@@ -583,22 +583,22 @@ def _ssh_refusal_below(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence
                  and e.pattern in _SSH_REFUSALS), None)
 
 
-#: Network lines that relay the error they caught on the lines after them: TensorFlow's MonitoredSession logs
+#: A network line that relays the error it caught on the lines after it: TensorFlow's MonitoredSession logs
 #: 'An error was raised. This may be due to a preemption in a connected worker or parameter server. ... Error: %s'
 #: (tensorflow/python/training/monitored_session.py, _RecoverableSession) with the caught error's message last, and
 #: the message hedges between a preempted peer and gRPC trouble: a storage failure it quotes (a checkpoint upload
 #: the store refused) says which.
-_RELAYED_ERRORS = frozenset({"generic.tf_recoverable_session_error"})
+_RELAYED_ERROR = "generic.tf_recoverable_session_error"
 
 
 def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
     """A communication library's error that quotes its cause on the lines after it (PyTorch's 'NCCL error in: ...,
     unhandled cuda error', then 'Last error:' and NCCL's "Cuda failure 2 'out of memory'"): the allocation that
-    failed decides, not the collective that reported it. A relay (see _RELAYED_ERRORS) that quotes a storage
+    failed decides, not the collective that reported it. A relay (see _RELAYED_ERROR) that quotes a storage
     failure: the storage failure decides."""
     if ev.failure_class is not FailureClass.NETWORK:
         return ev
-    if ev.pattern in _RELAYED_ERRORS:
+    if ev.pattern == _RELAYED_ERROR:
         storage = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT
                                      and e.failure_class is FailureClass.TRANSIENT_IO), None)
         if storage is not None:
