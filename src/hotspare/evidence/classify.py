@@ -42,6 +42,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from hotspare.act.node_states import unhealthy
+from hotspare.act.scheduler import parse_duration_s
 from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
 from hotspare.evidence.records import Evidence, Progress, ScanResult
 from hotspare.evidence.signature import failure_signature
@@ -1071,15 +1072,12 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
 #: The PBS Pro epilogue's request and usage lines (pbs pack) and the walltime each gives.
 _EPILOGUE_REQUESTED = "pbs.epilogue_walltime_requested"
 _EPILOGUE_USED = "pbs.epilogue_walltime_used"
-_WALLTIME_VALUE = re.compile(r"\bwalltime=([0-9]+):([0-9]{2}):([0-9]{2})\b")
+_WALLTIME_VALUE = re.compile(r"\bwalltime=([0-9:]+)")
 
 
-def _walltime_seconds(ev: Evidence) -> int | None:
-    found = _WALLTIME_VALUE.search(ev.text)
-    if found is None:
-        return None
-    hours, minutes, seconds = (int(g) for g in found.groups())
-    return hours * 3600 + minutes * 60 + seconds
+def _walltime_s(text: str) -> float | None:
+    found = _WALLTIME_VALUE.search(text)
+    return parse_duration_s(found.group(1)) if found else None
 
 
 def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
@@ -1091,11 +1089,11 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
     used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
     if requested is None or used is None:
         return None
-    limit, spent = _walltime_seconds(requested), _walltime_seconds(used)
+    limit, spent = (_walltime_s(e.text) for e in (requested, used))
     if limit is None or spent is None or limit == 0 or spent < limit:
         return None
-    return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent} s used of the "
-                     f"{limit} s walltime requested at line {requested.line}: the job ran to its limit",
+    return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent:.0f} s used of the "
+                     f"{limit:.0f} s walltime requested at line {requested.line}: the job ran to its limit",
                      line=used.line)
 
 

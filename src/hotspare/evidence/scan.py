@@ -486,19 +486,23 @@ class Spans:
 def _prepare(raw: bytes, *, count_lines: bool, strip: bool, small: bool = False) -> Block:
     """Make a block. Escapes stay in place: the prefilters tolerate them (see
     :mod:`hotspare.evidence.patterns.relax`) and only candidate lines are cleaned."""
-    if strip:
-        raw = _clean(raw)
-    elif b"\x00" in raw:
-        raw = raw.replace(b"\x00", b"")
-    # A container engine's or a journal's JSON lines: each line's message, as the program printed it.
-    raw = _json_messages(raw, whole=small)
-    # UTF-8's curly quotes, as forums, mail archives and word processors turn quotes; a log copied from a web
-    # page's source: HTML's escapes of quotes, <, > and &.
-    raw = _unescape_html(_plain_quotes(_plain_spaces(raw)))
+    raw = _as_printed(raw, whole=small, strip=strip)
     # A lone \r (a progress bar's redraw) breaks a segment; \r\n (a Windows file, a web form's paste) is one line
     # break: its \r becomes a NUL, which matching drops, so no blank segment parts the lines (rejoining, "within").
     text = raw.replace(b"\r\n", b"\x00\n").translate(_CR_TO_LF) if b"\r" in raw else raw
     return Block(raw, text, count_lines, small)
+
+
+def _as_printed(raw: bytes, *, whole: bool, strip: bool) -> bytes:
+    """``raw`` as the program printed it: NULs dropped; a container engine's or a journal's JSON lines unwrapped to
+    their messages (``whole``: look for them in all of ``raw``, else in its head); terminal escapes removed if
+    ``strip`` (then the escapes a JSON string carried too); UTF-8's curly quotes, as forums, mail archives and word
+    processors turn quotes, and no-break spaces made plain; HTML's escapes of quotes, <, > and & (a log copied from a
+    web page's source) undone."""
+    raw = raw.replace(b"\x00", b"") if b"\x00" in raw else raw
+    raw = _json_messages(raw, whole=whole)
+    raw = _clean(raw) if strip else raw
+    return _unescape_html(_plain_quotes(_plain_spaces(raw)))
 
 
 #: Curly quotes (U+2018, U+2019, U+201C, U+201D, in UTF-8) and the ASCII quote each stands for: a program printed
@@ -574,7 +578,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     ordinary logs have one widest line, not many. So: the widest visible line
     length, if at least MIN_WRAPPED_LINES lines (and 2 % of them) reach it.
     """
-    visible = _unescape_html(_plain_quotes(_plain_spaces(_clean(_json_messages(sample, whole=False)))))
+    visible = _as_printed(sample, whole=False, strip=True)
     lines = visible.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")[:-1]
     if not lines:
         return None
