@@ -262,9 +262,12 @@ class HyperscanLines:
     def _searcher(self, form: int) -> _Searcher:
         searcher = self._searchers.get(form)
         if searcher is None:
-            searcher = self._compile(form)  # two threads may both compile it; one is kept
+            # One compile at a time, and each form once: the search threads are handed neighbouring blocks, which
+            # flag the same forms, and two compiles at once doubled the first run's peak of compiler memory.
             with self._lock:
-                searcher = self._searchers.setdefault(form, searcher)
+                searcher = self._searchers.get(form)
+                if searcher is None:
+                    searcher = self._searchers[form] = self._compile(form)
         return searcher
 
     def _compile(self, form: int) -> _Searcher:
