@@ -1761,6 +1761,22 @@ def test_r_halting_where_clustermq_lost_its_workers_is_not_the_scripts_error(pat
     assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
 
 
+def test_r_error_whose_wrapped_message_is_a_dropped_connection_is_not_the_scripts_error(patterns: PatternSet) -> None:
+    """R ends a long error line at 'Error in <call> : ' and puts the message on the next line: when that message is
+    the machine's (libcurl's 'Server returned nothing', the far end dropped the download), the error and the
+    'Execution halted' below it only relay it: network, retryable. The script's own message there still is its
+    mistake."""
+    dropped = ("Downloading GitHub repo Azure/rAzureBatch@master\n"
+               "Error in curl::curl_fetch_memory(url, handle = handle) : \n"
+               "  Server returned nothing (no headers, no data)\n"
+               "Calls: <Anonymous> ... request_fetch -> request_fetch.write_memory -> <Anonymous> -> .Call\n"
+               "Execution halted\n")
+    net = verdict(dropped, patterns)
+    assert net.failure_class is FailureClass.NETWORK and net.retryable and not net.blamed_hosts
+    own = verdict("Error in read.csv(f) : \n  cannot open the connection\nExecution halted\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
+
+
 def test_mpd_every_rank_sigkilled_alike_is_unknown(patterns: PatternSet) -> None:
     """MPD names its console, not the ranks' nodes: every rank it reports SIGKILLed alike says neither who nor why
     (README: every rank killed alike). One rank killed among ranks that exited otherwise stays rank_killed."""

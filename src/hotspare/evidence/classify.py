@@ -515,7 +515,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
                 or _killed_says_more(ev, evidence)
-                or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)):
+                or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)
+                or _r_error_relays_fault(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -946,6 +947,29 @@ def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     'Error in f(x) :' before the lost worker still decides)."""
     return ev.pattern == "rlang.execution_halted" and any(
         e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+
+
+#: What an R error's message may report of the machine under the session rather than the script's mistake.
+_R_RELAYED_FAULTS = frozenset({FailureClass.NETWORK, FailureClass.TRANSIENT_IO, FailureClass.OOM})
+#: How far below R's wrapped 'Error in <call> : ' line its 'Execution halted' may stand (the message, 'Calls:').
+_R_ERROR_LINES = 6
+
+
+def _r_error_relays_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is R's error line, or the 'Execution halted' below it, for an error whose message reports the
+    machine failing under the session: when the call and the message do not fit on one line, R ends the error line
+    at 'Error in <call> : ' and puts the message on the next, after a newline and two spaces (src/main/errors.c
+    verrorcall_dflt, LONGWARN), so a connection the far end dropped that a package's C code raised ('Error in
+    curl::curl_fetch_memory(url, handle = handle) : ' then '  Server returned nothing (no headers, no data)'), a
+    full disk or memory not had is read on that next line. The call only relayed it: the message decides, as
+    the same message would on the error line itself. A message read only as a summary (a bare connection reset,
+    as often a peer's view) does not."""
+    if ev.pattern != "rlang.execution_halted":
+        return False
+    heads = [e for e in evidence if e.pattern == "rlang.execution_halted" and e.text.rstrip().endswith(" :")
+             and e.line <= ev.line <= e.line + _R_ERROR_LINES]
+    return any(m.line == h.line + 1 and m.role is Role.ROOT and m.failure_class in _R_RELAYED_FAULTS
+               and m.pattern not in _STATUS_ONLY for h in heads for m in evidence)
 
 
 def _halted_without_error(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
