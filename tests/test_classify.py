@@ -634,6 +634,42 @@ def test_where_the_job_ran_places_a_hostless_crash_or_oom(patterns: PatternSet, 
     assert not v.node_fault and v.exclude_hosts == ()
 
 
+def test_another_ranks_petsc_header_does_not_place_an_out_of_memory(patterns: PatternSet) -> None:
+    """PETSc prefixes each rank's report with its rank ('[0]PETSC ERROR: ', '[1]PETSC ERROR: '), and a report's header
+    names the host of the rank that printed it. Rank 0's out-of-memory is not placed on the host rank 1's report
+    names (heldout222: underworld2's rank 0 out of memory, rank 1 reporting inconsistent data); rank 0's own header
+    still places it."""
+    oom = ("[0]PETSC ERROR: Out of memory. This could be due to allocating\n"
+           "[1]PETSC ERROR: Petsc has generated inconsistent data\n"
+           "[1]PETSC ERROR: solver.py on a x86_64-linux-gnu-real named node7 by u Mon Apr 16 14:58:13 2018\n")
+    v = verdict(oom, patterns)
+    assert v.failure_class is FailureClass.OOM and v.blamed_hosts == (), v.reason
+    own = oom + "[0]PETSC ERROR: solver.py on a x86_64-linux-gnu-real named node3 by u Mon Apr 16 14:58:13 2018\n"
+    v = verdict(own, patterns)
+    assert v.failure_class is FailureClass.OOM and names(v.blamed_hosts) == ["node3"], v.reason
+    assert not v.node_fault and v.exclude_hosts == ()
+
+
+def test_amrex_signal_handler_abort_is_the_crash_not_the_programs_stop(patterns: PatternSet) -> None:
+    """AMReX's signal handler prints the signal it caught ('Erroneous arithmetic operation' for SIGFPE), then aborts
+    with the signal's number: MPICH's 'application called MPI_Abort(..., 8)' after it is that crash, not the
+    program's own MPI_Abort (heldout222: amr-wind under its FPE traps)."""
+    log = ("Erroneous arithmetic operation\nSee Backtrace.0 file for details\n"
+           "Abort(8) on node 0 (rank 0 in comm 496): application called MPI_Abort(comm=0x84000002, 8) - process 0\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and not v.node_fault, v.reason
+
+
+def test_julia_1_11_signal_report_is_a_crash(patterns: PatternSet) -> None:
+    """Julia 1.11 reports a fatal signal as '[pid] signal 6 (-6): Aborted' (the si_code in parentheses), older
+    releases as 'signal (6): Aborted': both are the process's crash (heldout222: MUMPS.jl's abort in free)."""
+    log = ("[321785] signal 6 (-6): Aborted\n"
+           "in expression starting at /home/u/mumps_test.jl:33\n"
+           "free at /lib/x86_64-linux-gnu/libc.so.6 (unknown line)\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and not v.node_fault, v.reason
+
+
 def test_a_node_prefix_after_a_loggers_timestamp_names_the_host(patterns: PatternSet) -> None:
     """bcbio-nextgen logs what each node runs as '[2021-03-04T23:32Z] ica3: ...': the host is read behind the
     timestamp as behind pdsh's bare 'ica3: ' prefix; a word that is no node's name (no digit) still names nobody."""

@@ -1235,7 +1235,8 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         oom = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is FailureClass.OOM
                     and not _passed_over(e, evidence)), None)
         if oom is not None and oom.host is None and not _relayed_from_worker(oom, evidence):
-            starts = _rank_exit_host(oom, usable) if _RANK_PREFIX.match(oom.text) else _only_host(usable)
+            starts = (_rank_exit_host(oom, usable) if _RANK_PREFIX.match(oom.text)
+                      else _only_host(_same_petsc_rank(oom, usable)))
     if not starts:
         return decision
     blamed = _blames(starts, QuarantineReason.SCRAPED)
@@ -1319,6 +1320,23 @@ _QUERY_COMMAND = re.compile(r"[#$%>] +(?:sudo +)?(?:condor_(?:history|q)|sacct|q
 def _ran_on(ev: Evidence, *, prompt: bool) -> bool:
     return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern == _PROMPT and not _QUERY_COMMAND.search(ev.text))
             or (ev.pattern == "slurm.stepd_cancelled" and "*** JOB " in ev.text))
+
+
+#: PETSc's per-rank prefix of every line of its error reports ('[1]PETSC ERROR: ...': PetscErrorPrintfDefault,
+#: src/sys/error/errtrace.c, prints '[%d]PETSC ERROR: ' with the rank in PETSC_COMM_WORLD).
+_PETSC_RANK = re.compile(r"^\s*\[([0-9]+)\]PETSC ERROR:")
+
+
+def _same_petsc_rank(root: Evidence, usable: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """The lines that may say where ``root`` ran: all of them, less another rank's PETSc report when ``root`` is
+    a PETSc report of its own rank. The header of a PETSc error report names the host of the rank that printed it
+    ('[1]PETSC ERROR: prog on a arch named H by u ...'), so rank 1's header says nothing about where rank 0 ran
+    out of memory ('[0]PETSC ERROR: Out of memory.')."""
+    own = _PETSC_RANK.match(root.text)
+    if own is None:
+        return usable
+    return tuple(e for e in usable
+                 if (other := _PETSC_RANK.match(e.text)) is None or other.group(1) == own.group(1))
 
 
 def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evidence]:
