@@ -1813,6 +1813,26 @@ def test_r_error_whose_wrapped_message_is_a_dropped_connection_is_not_the_script
     assert own.failure_class is FailureClass.USER_ERROR and not own.retryable
 
 
+def test_r_error_line_just_above_a_lost_worker_is_that_workers_error(patterns: PatternSet) -> None:
+    """R breaks 'Error in <call> : ' from a long message and prints the message on the next line (errors.c
+    verrorcall_dflt): when that message is a lost worker's (clustermq's 'Socket timeout reached, likely due to a
+    worker crash', future's 'Failed to retrieve the value of ClusterFuture ... error reading from connection'), the
+    error line above it is the same lost worker (unknown, retryable), not the script's own mistake. A script's own
+    error whose message stands on its own line above stays the script's."""
+    clustermq = ("Error in master(qsys = workers, iter = df, rettype = rettype, fail_on_error = fail_on_error,  : \n"
+                 "  Socket timeout reached, likely due to a worker crash\n"
+                 "7: stop(\"Socket timeout reached, likely due to a worker crash\")\n")
+    v = verdict(clustermq, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.retryable and not v.blamed_hosts
+    future = ("Error in mutate_impl(.data, dots) : \n"
+              "  Evaluation error: Failed to retrieve the value of ClusterFuture from cluster node #3 (on 'n12').  "
+              "The reason reported was 'error reading from connection'.\n")
+    assert verdict(future, patterns).failure_class is FailureClass.UNKNOWN
+    own = verdict("Error in read.csv(f) : cannot open file 'a.csv'\n"
+                  "  Socket timeout reached, likely due to a worker crash\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR
+
+
 def test_mpd_every_rank_sigkilled_alike_is_unknown(patterns: PatternSet) -> None:
     """MPD names its console, not the ranks' nodes: every rank it reports SIGKILLed alike says neither who nor why
     (README: every rank killed alike). One rank killed among ranks that exited otherwise stays rank_killed."""

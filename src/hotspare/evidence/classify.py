@@ -944,9 +944,15 @@ _R_HALT_LINES = 3
 def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev`` is R's error line or 'Execution halted' at, or just below, the parallel package's word that a
     worker was lost: the session stopped because a worker died, not at the script's own error (a script's own
-    'Error in f(x) :' before the lost worker still decides)."""
+    'Error in f(x) :' before the lost worker still decides). R's error line may also stand just above that word:
+    when the call and the message do not fit on one line, R prints 'Error in <call> : ' and puts the message on the
+    next line, indented (src/main/errors.c verrorcall_dflt: a newline and two spaces once the head, the call and
+    the message's first line pass LONGWARN), as clustermq's and future's errors show ('Error in master(...) : ' above
+    'Socket timeout reached, likely due to a worker crash'): that line is the lost worker's own error."""
     return ev.pattern == "rlang.execution_halted" and any(
-        e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+        e.pattern == _R_LOST_WORKER and (e.line <= ev.line <= e.line + _R_HALT_LINES
+                                         or (ev.line == e.line - 1 and ev.text.rstrip().endswith(":")))
+        for e in evidence)
 
 
 #: What an R error's message may report of the machine under the session rather than the script's mistake.
