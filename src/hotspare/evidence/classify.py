@@ -949,10 +949,19 @@ def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     next line, indented (src/main/errors.c verrorcall_dflt: a newline and two spaces once the head, the call and
     the message's first line pass LONGWARN), as clustermq's and future's errors show ('Error in master(...) : ' above
     'Socket timeout reached, likely due to a worker crash'): that line is the lost worker's own error."""
-    return ev.pattern == "rlang.execution_halted" and any(
-        e.pattern == _R_LOST_WORKER and (e.line <= ev.line <= e.line + _R_HALT_LINES
-                                         or (ev.line == e.line - 1 and ev.text.rstrip().endswith(":")))
-        for e in evidence)
+    if ev.pattern != "rlang.execution_halted":
+        return False
+    return any(e.pattern == _R_LOST_WORKER for e in _r_wrapped_message(ev, evidence)) or any(
+        e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+
+
+def _r_wrapped_message(head: Evidence, evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """What the patterns read on the line after R's error line ``head`` when R wrapped the message there: a call and a
+    message too long for one line end the error line at 'Error in <call> : ' and put the message on the next,
+    indented (src/main/errors.c verrorcall_dflt, LONGWARN). Nothing when ``head`` is not such a line."""
+    if head.pattern != "rlang.execution_halted" or not head.text.rstrip().endswith(":"):
+        return ()
+    return tuple(e for e in evidence if e.line == head.line + 1)
 
 
 #: What an R error's message may report of the machine under the session rather than the script's mistake.
@@ -972,10 +981,9 @@ def _r_error_relays_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     as often a peer's view) does not."""
     if ev.pattern != "rlang.execution_halted":
         return False
-    heads = [e for e in evidence if e.pattern == "rlang.execution_halted" and e.text.rstrip().endswith(" :")
-             and e.line <= ev.line <= e.line + _R_ERROR_LINES]
-    return any(m.line == h.line + 1 and m.role is Role.ROOT and m.failure_class in _R_RELAYED_FAULTS
-               and m.pattern not in _STATUS_ONLY for h in heads for m in evidence)
+    return any(m.role is Role.ROOT and m.failure_class in _R_RELAYED_FAULTS and m.pattern not in _STATUS_ONLY
+               for h in evidence if h.line <= ev.line <= h.line + _R_ERROR_LINES
+               for m in _r_wrapped_message(h, evidence))
 
 
 def _halted_without_error(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
