@@ -660,6 +660,22 @@ def test_amrex_signal_handler_abort_is_the_crash_not_the_programs_stop(patterns:
     assert v.failure_class is FailureClass.RANK_KILLED and not v.node_fault, v.reason
 
 
+def test_amrex_sigabrt_after_its_own_abort_is_the_stop_alone_a_crash(patterns: PatternSet) -> None:
+    """AMReX's handler prints 'SIGABRT' for the abort amrex::Abort raises itself: after an 'amrex::Abort::N::' line it
+    is the program's stop, not a crash that came first (heldout229: WarpX's 'no ROCm-capable device', then MPICH's
+    MPI_Abort); alone, after the HSA runtime's memory access fault, it is the rank's crash (heldout229: Castro)."""
+    stop = ("amrex::Abort::0::HIP error in file AMReX_GpuDevice.cpp line 256 no ROCm-capable device is detected !!!\n"
+            "    SIGABRT\n    See Backtrace.0 file for details\n"
+            "    MPICH ERROR [Rank 0] [job id] - Abort(6) (rank 0 in comm 480): application called "
+            "MPI_Abort(comm=0x84000001, 6) - process 0\n")
+    v = verdict(stop, patterns)
+    assert v.failure_class is not FailureClass.RANK_KILLED and not v.node_fault, v.reason
+    fault = ("Memory access fault by GPU node-10 (Agent handle: 0x68af1d0) on address 0x1334000. Reason: Unknown.\n"
+             "SIGABRT\n")
+    v = verdict(fault, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and not v.node_fault, v.reason
+
+
 def test_julia_1_11_signal_report_is_a_crash(patterns: PatternSet) -> None:
     """Julia 1.11 reports a fatal signal as '[pid] signal 6 (-6): Aborted' (the si_code in parentheses), older
     releases as 'signal (6): Aborted': both are the process's crash (heldout222: MUMPS.jl's abort in free)."""

@@ -180,7 +180,7 @@ def classify(
     """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
     line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
-    evidence = _without_transport_status(_without_sent_faults(evidence))
+    evidence = _without_transport_status(_without_sent_faults(_without_amrex_own_aborts(evidence)))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
@@ -343,6 +343,28 @@ def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence,
     """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`)."""
     return tuple(e for e in evidence
                  if not (e.failure_class is FailureClass.TRANSIENT_IO and _TRANSPORT_STATUS.search(e.text)))
+
+
+# AMReX's signal handler (Src/Base/AMReX_BLBackTrace.cpp BLBackTrace::handler) prints the signal it caught alone on a
+# line ('SIGABRT'), then 'See Backtrace.N file for details'. amrex::Abort and amrex::Error print their
+# 'amrex::Abort::<rank>::<message> !!!' first and then raise that SIGABRT themselves (AMReX_Utility/AMReX.cpp
+# amrex::Abort_host -> ParallelDescriptor::Abort), so a 'SIGABRT' line within a few lines after one is the program's
+# own stop, whatever its message says (a GPU runtime's error included); alone, it is an abort from outside AMReX's
+# checks (the HSA runtime's after a GPU memory access fault) and stays a crash.
+_AMREX_SIGABRT, _AMREX_STOPS = "amrex.signal_handler_crash", frozenset({
+    "amrex.error", "amrex.abort_out_of_memory", "amrex.abort_message"})
+_AMREX_ABORT_LINES = 3
+
+
+def _without_amrex_own_aborts(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """Drop AMReX's 'SIGABRT' line when an amrex::Abort or amrex::Error line stands just above it (same host):
+    the handler's report of the abort that amrex::Abort itself raised, not a crash of its own."""
+    stops = [e for e in evidence if e.pattern in _AMREX_STOPS]
+    if not stops:
+        return evidence
+    return tuple(e for e in evidence if not (
+        e.pattern == _AMREX_SIGABRT and e.text.strip().endswith("SIGABRT")
+        and any(0 < e.line - s.line <= _AMREX_ABORT_LINES and s.host == e.host for s in stops)))
 
 
 def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
