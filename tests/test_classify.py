@@ -820,6 +820,21 @@ def test_an_abort_right_after_a_hostless_oom_names_where_it_ran(patterns: Patter
     assert verdict(segv, patterns).blamed_hosts == ()
 
 
+def test_the_crash_handler_right_after_a_terminate_is_its_abort(patterns: PatternSet) -> None:
+    """libstdc++'s terminate handler reports the uncaught std::bad_alloc, then abort()s that process: Open MPI's crash
+    handler's first line right after the report ('[host:pid] *** Process received signal ***', its 'Signal: Aborted
+    (6)' below) is that abort, and names where the process ran out of memory (heldout228). The same handler line
+    further down, after other output, may be a peer's crash and names nobody."""
+    log = ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+           "[hpb0205:09049] *** Process received signal ***\n[hpb0205:09049] Signal: Aborted (6)\n"
+           "[hpb0205:09049] Signal code:  (-6)\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.OOM
+    assert v.blamed_hosts == (Host("hpb0205"),) and v.exclude_hosts == ()
+    later = log.replace("[hpb0205:09049] *** Process", "reading shard 7 of 12\n[hpb0205:09049] *** Process", 1)
+    assert verdict(later, patterns).blamed_hosts == ()
+
+
 def test_a_crash_exit_status_from_any_launcher_is_a_crash(patterns: PatternSet) -> None:
     """128 + a crash signal (139 SIGSEGV, 134 SIGABRT, 135 SIGBUS ...) in a launcher's 'exited with code' line is a
     rank's crash whatever the launcher; 128 + SIGUSR2 (LSF's warning before a kill) is not."""

@@ -1262,7 +1262,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     starts = [e for e in starts if not any(e is x for x in late)]
     starts = _not_torn_down(_before_teardown(starts, evidence, strict=True), evidence)
     if (late and not starts and root is not None and root.failure_class is FailureClass.OOM and root.host is None
-            and _ABORT.search(late[0].text)):
+            and (_ABORT.search(late[0].text) or _terminate_aborts(root, late[0], evidence))):
         starts = late[:1]
     if not starts and decision.failure_class is FailureClass.OOM:
         # A rank's own out-of-memory: where that rank ran; a line that names no rank: where the job ran. The OOM's
@@ -1285,6 +1285,30 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
         return replace(decision, reason=why, leads=tuple(b.host for b in blamed))
     why = f"{decision.reason}; started on {names} ({first.pattern} at line {first.line}), not a node fault"
     return _Decision(decision.failure_class, blamed, why)
+
+
+#: libstdc++'s verbose terminate handler (libsupc++/vterminate.cc __gnu_cxx::__verbose_terminate_handler): it prints
+#: "terminate called after throwing an instance of 'T'" and "  what():  MSG", then calls abort() in the same process.
+_TERMINATE = re.compile(r"\bterminate called after throwing an instance of ")
+#: A crash line that says which signal or status ended the process.
+_NAMES_SIGNAL = re.compile(r"(?i:\bsignal:? [0-9]+|segmentation|bus error|floating point|illegal instruction|abort"
+                           r"|\bexit(?:ed with)? (?:code|status)\b|\bexitcode\b)|\bSIG[A-Z]{2,}\b")
+
+
+def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``crash`` is the abort() that libstdc++'s terminate handler calls after reporting an uncaught
+    exception (``root``, the process's own out-of-memory: std::bad_alloc): the crash line comes on the line right
+    after the handler's report (its 'terminate called ...' and 'what():' lines) and names no signal. A crash
+    handler's first line names none (Open MPI's '[host:pid] *** Process received signal ***', opal/util/stacktrace.c,
+    its 'Signal: Aborted (6)' on the next line), but nothing can come between the handler's report and its abort in
+    the same stream; a crash a few lines later may be a peer's."""
+    if not _TERMINATE.search(root.text) or _NAMES_SIGNAL.search(crash.text):
+        return False  # a line that says which signal ('died from signal 11') is read by what it says
+    end = root.line
+    for e in sorted(evidence, key=lambda x: x.line):
+        if e.line == end + 1 and e.role is Role.ROOT and e.failure_class is FailureClass.OOM:
+            end = e.line
+    return crash.line == end + 1
 
 
 #: A Dask client's frame re-raising a task's exception with the worker's traceback (Future.result/_result,
