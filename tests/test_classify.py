@@ -1982,3 +1982,19 @@ def test_a_containers_exit_code_137_in_docker_inspect_is_a_sigkill_unless_oomkil
     assert killed.failure_class is FailureClass.RANK_KILLED
     oom = verdict(state.format(oom="true"), patterns)
     assert oom.failure_class is FailureClass.OOM
+
+
+def test_node_declared_dead_after_the_users_own_kill_is_a_cancellation(patterns: PatternSet) -> None:
+    """flux-core PR 7145: the user kills a broker by PID at the prompt, then the leader says that node is dead to
+    Flux. The node loss is the user's own doing (cancelled, nobody blamed); without the kill it is a node loss,
+    and a node lost before the kill still is."""
+    dead = "Oct 13 14:34:33.285216 PDT 2025 broker.err[0]: dead to Flux: system76-pc (rank 15)\n"
+    kill = "ƒ(s=16,d=0,builddir) $ kill -15 3948062\n"
+    v = verdict(kill + dead + "flux-start: Exit timeout: killed rank 0-14\n", patterns)
+    assert v.failure_class is FailureClass.CANCELLED
+    assert not v.blamed_hosts and not v.exclude_hosts
+    assert not v.retryable
+    lost = verdict(dead, patterns)
+    assert lost.failure_class is FailureClass.NODE_LOSS and names(lost.blamed_hosts) == ["system76-pc"]
+    before = verdict(dead + kill, patterns)
+    assert before.failure_class is FailureClass.NODE_LOSS and names(before.blamed_hosts) == ["system76-pc"]

@@ -186,6 +186,7 @@ def classify(
     usable = tuple(e for e in evidence if _usable(e, members))
     decision = (
         _exit_zero(status, evidence)
+        or _killed_by_hand(evidence)
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
         or _first_root(evidence, progress)
@@ -253,6 +254,27 @@ def _usable(ev: Evidence, members: frozenset[Host] | None) -> bool:
     if ev.host_text is None:
         return True
     return ev.host is not None and (members is None or ev.host in members)
+
+
+#: A signal sent by hand at a pasted shell prompt ('$ kill -15 3948062'), kernel.shell_prompt_kill.
+_PROMPT_KILL = "kernel.shell_prompt_kill"
+
+
+def _killed_by_hand(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """The user killed a process at the prompt and every root line after it is a node declared dead: the daemon
+    the user killed is the node the scheduler then calls lost (flux-core PR 7145: 'kill -15' of a broker, then the
+    leader's 'dead to Flux: HOST (rank 15)'). A stop the user asked for, ``cancelled``, with no host blamed. Any
+    other root line (a crash, an OOM, a node lost before the kill) leaves the log to the other rules."""
+    kill = next((e for e in evidence if e.pattern == _PROMPT_KILL), None)
+    if kill is None:
+        return None
+    roots = [e for e in evidence if e.role is Role.ROOT and e.failure_class is not None]
+    if not roots or not all(e.line > kill.line and e.failure_class is FailureClass.NODE_LOSS
+                            and e.host_means is HostMeaning.DEAD for e in roots):
+        return None
+    return _Decision(FailureClass.CANCELLED, (), f"the user's own {kill.text.strip()[:80]!r} at line {kill.line}, "
+                     f"then {roots[0].pattern} at line {roots[0].line}: the node it reports dead is the process the "
+                     f"user killed")
 
 
 def _node_fault(
