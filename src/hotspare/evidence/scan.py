@@ -21,6 +21,8 @@ import json
 import os
 import re
 import stat
+import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -117,7 +119,6 @@ class Scanner:
         self._groups: dict[int, int | None] = {}
         self._plains: dict[int, bool] = {}
         self._prefix_takers: dict[int, bool] = {}
-        self._subsets: dict[frozenset[int], _Subset] = {}
         self._hots: dict[int, _Hot] = {}
         self._last_resort = frozenset(
             i for i, p in enumerate(self.patterns.event_patterns) if p.qualname in LAST_RESORT)
@@ -231,21 +232,22 @@ class Scanner:
 
         Hot in a dense log (a teardown prints a line a rank). One pattern with a host to capture flagged: its
         search with captures says whether it matches. Otherwise one match of an RE2 set of those flagged says
-        which match (a set's match costs a third of a search: no match object is made); not known (a line
-        holding an escape, or the RE2 engine's): the set of every pattern. Only those with a host to capture
-        are searched again. When nobody takes the evidence line by line
-        (``found`` None: a whole file scanned), a line that repeats a record already kept only counts.
+        which match (a set's match costs a third of a search: no match object is made; see :meth:`_among`); not
+        known (a line holding an escape, a block flagging too many, or the RE2 engine's): the line alone is put to
+        the line finder (:meth:`_line_matches`). Only those with a host to capture are searched again. When
+        nobody takes the evidence line by line (``found`` None: a whole file scanned), a line that repeats a
+        record already kept only counts.
         """
         if ids is None:
-            indices: Iterable[int] = sorted(self.patterns.event_set.Match(line) or ())  # None for no match
+            indices: Iterable[int] = self._line_matches(line)
             exact = True
         elif len(ids) > 1:
-            indices, exact = self._subset(ids).match(line), True
+            indices, exact = self._among(ids, line), True
         else:
             indices = ids
             exact = self._hot(next(iter(ids)))[2] is None  # one with a host to capture: its search is the check
             if exact:
-                indices = self._subset(ids).match(line)
+                indices = self._among(ids, line)
         records = self._records
         if self._last_resort:
             indices = self._yield_last_resort(indices)
@@ -288,15 +290,47 @@ class Scanner:
                                        self._prefixed(index))
         return hot
 
-    def _subset(self, ids: frozenset[int]) -> _Subset:
-        """An RE2 set of the event patterns ``ids`` (a few milliseconds to build; a log flags few combinations,
-        and the set of every pattern costs a tenth of a second)."""
-        subset = self._subsets.get(ids)
+    def _among(self, ids: frozenset[int], line: bytes) -> list[int]:
+        """Which of the event patterns ``ids`` match ``line`` (indices, ascending).
+
+        An RE2 set of them answers in one match a third as dear as a search, but costs milliseconds to build and
+        its automaton is made by its first matches: it is built only for a combination asked for
+        :data:`SUBSET_AFTER` times (a dense log's teardown lines: thousands), and kept for the pattern set, so
+        the scans of many logs share it. Until then each pattern is searched (a small log asks for dozens of
+        combinations, most once).
+        """
+        with _SUBSETS_LOCK:
+            built, asked = _SUBSETS.setdefault(self.patterns, ({}, {}))
+            subset = built.get(ids)
+            if subset is None:
+                if len(asked) >= MAX_ASKED:
+                    asked.clear()
+                times = asked[ids] = asked.get(ids, 0) + 1
         if subset is None:
-            if len(self._subsets) >= MAX_SUBSETS:
-                self._subsets.clear()
-            subset = self._subsets[ids] = _Subset(self.patterns.event_patterns, ids)
-        return subset
+            if times < SUBSET_AFTER:
+                patterns = self.patterns.event_patterns
+                return [i for i in sorted(ids) if patterns[i].compiled.search(line) is not None]
+            subset = _Subset(self.patterns.event_patterns, ids)  # two threads may both build one: one is kept
+            with _SUBSETS_LOCK:
+                if len(built) >= MAX_SUBSETS:
+                    built.clear()
+                subset = built.setdefault(ids, subset)
+                asked.pop(ids, None)
+        return subset.match(line)
+
+    def _line_matches(self, line: bytes) -> list[int]:
+        """The event patterns (indices, ascending) matching one whole line (a rejoined one, or one whose block's
+        search did not say which): the line finder flags the few that may (the RE2 set of every pattern costs
+        milliseconds a line with some 800 patterns: its automaton outgrows its memory), unless the line holds
+        what the finder reads differently from the patterns (an escape, a NUL) or the finder names none (RE2's,
+        whose one prefilter would cost the set's time again)."""
+        if self._finder.name == "hyperscan" and b"\x1b" not in line and b"\x00" not in line:
+            found = self._finder.candidates(line + b"\n")
+            if not found:
+                return []
+            if len(found) == 1 and found[0][2] is not None:
+                return self._among(found[0][2], line)
+        return sorted(self.patterns.event_set.Match(line) or ())  # None when nothing matches
 
     def _plain(self, index: int) -> bool:
         """Whether event pattern ``index`` records a line on its own (no ``after``, no ``host_from``, and no
@@ -325,10 +359,9 @@ class Scanner:
 
         Returns ``(pattern name, match end)`` for each pattern that matched.
         """
-        indices = self.patterns.event_set.Match(line) or ()  # None when nothing matches
         joins = (only_across,) if isinstance(only_across, int) else only_across
         matched: list[tuple[str, int]] = []
-        for index in self._yield_last_resort(sorted(indices)):
+        for index in self._yield_last_resort(self._line_matches(line)):
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
@@ -665,8 +698,21 @@ def _step(patterns: Iterable[Pattern], line: bytes) -> int | None:
 #: An event pattern as the hot path needs it: see :meth:`Scanner._hot`.
 _Hot = tuple[Pattern, str, int | None, bool, bool]
 
-#: Most pattern subsets kept per scanner (a log flags a few dozen combinations; this bounds a pathological one).
+#: Most pattern subsets kept per pattern set (a log flags a few dozen combinations; this bounds a pathological
+#: run of them, and the memory their automata take).
 MAX_SUBSETS = 256
+#: Most combinations counted while not yet worth a set (see :data:`SUBSET_AFTER`).
+MAX_ASKED = 4096
+
+#: How often a combination of flagged patterns is asked for before an RE2 set of them is built (see
+#: :meth:`Scanner._among`).
+SUBSET_AFTER = 8
+
+#: For each pattern set, the subsets built and how often each other combination was asked for so far (see
+#: :meth:`Scanner._among`), shared by its scanners and their threads.
+_SUBSETS: weakref.WeakKeyDictionary[PatternSet, tuple[dict[frozenset[int], _Subset], dict[frozenset[int], int]]] = (
+    weakref.WeakKeyDictionary())
+_SUBSETS_LOCK = threading.Lock()
 
 
 class _Subset:
