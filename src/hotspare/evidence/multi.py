@@ -205,6 +205,20 @@ class HyperscanLines:
         hits, flagged = self._probe_block(text)
         if len(flagged) > MAX_FLAGGED:
             return self._fallback.candidates(text)
+        return self._search(text, hits, flagged)
+
+    def line_patterns(self, line: bytes) -> frozenset[int] | None:
+        """The patterns one line (no break in it) may match; None when it flags more than :data:`MAX_FLAGGED`
+        forms, or an OSC string, for then every pattern is to be checked."""
+        text = line + b"\n"
+        hits, flagged = self._probe_block(text)
+        if len(flagged) > MAX_FLAGGED:
+            return None
+        found = self._search(text, hits, flagged)
+        return found[0][2] if len(found) == 1 else frozenset() if not found else None
+
+    def _search(self, text: bytes, hits: list[tuple[int, int]], flagged: set[int]) -> list[Candidate]:
+        """The candidate lines of ``text`` the passes of the ``flagged`` forms find (``hits``: the probe's)."""
         lines = _Lines(text)
         for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
             searcher.search(text, lines, self._scratch)
