@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import load_benchmark
 from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
 from hotspare.evidence import multi, records
 from hotspare.evidence import scan as scan_module
@@ -887,3 +888,17 @@ def test_a_pattern_in_another_script_is_keyed_by_its_non_ascii_text() -> None:
     data = b"loss 2.0\n" * 50 + "./run.sh: 行 4: 13469 段错误 (核心已转储) ./a.out\n已杀死\n".encode()
     assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
     assert rarest_mark("已杀死") == NON_ASCII and rarest_mark("@已") == "@" and rarest_mark("Killed") is None
+
+
+def test_the_small_logs_benchmark_times_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/small_logs.py scans corpus texts with both engines and prints a row each and their ratio; a bad
+    argument is refused in one line."""
+    bench = load_benchmark("small_logs.py")
+    assert bench.main(["--every", "400", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in out[1:3]}
+    assert set(rows) == {"hyperscan", "re2"} and int(rows["re2"][1]) > 10
+    assert out[3].startswith("ratio (re2 / hyperscan): ") and float(out[3].split()[-1]) > 0
+    with pytest.raises(SystemExit) as refused:
+        bench.main(["--rounds", "0"])
+    assert refused.value.code == 2
