@@ -350,12 +350,14 @@ def need_hyperscan() -> None:
     assert multi.hyperscan is not None, f"hyperscan does not import: {multi.engine_note()}"
 
 
-def test_engines_agree_on_every_corpus_text() -> None:
+@pytest.mark.parametrize("part", range(4))
+def test_engines_agree_on_every_corpus_text(part: int) -> None:
     """The Hyperscan engine yields the RE2 engine's evidence, line counts and progress on every corpus text,
-    read plainly and with wrapped-line rejoining."""
+    read plainly and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers
+    share: the RE2 engine checks each candidate line against the set of every pattern, milliseconds a line)."""
     need_hyperscan()
-    corpus = _corpus()
-    assert len(corpus) > 400
+    corpus = _corpus()[part::4]
+    assert len(corpus) > 100
     widths = 0
     for name, data in corpus:
         # Where no terminal width is recognised, the "auto" reading is the plain one: read once.
@@ -364,7 +366,7 @@ def test_engines_agree_on_every_corpus_text() -> None:
         for wrap in wraps:
             fast = scan(data, PATTERNS, wrap_width=wrap, engine="hyperscan")
             assert fast == scan(data, PATTERNS, wrap_width=wrap, engine="re2"), name
-    assert widths > 10
+    assert widths > 2
 
 
 def test_engines_agree_on_examples_far_into_a_line() -> None:
