@@ -858,6 +858,23 @@ def test_srun_kills_after_a_task_exited_non_zero_are_the_teardown(patterns: Patt
     assert first.failure_class is FailureClass.RANK_KILLED and first.blamed_hosts == (Host("n2"),)
 
 
+def test_srun_kills_after_its_own_abort_are_that_abort_not_a_rank_of_its_own(patterns: PatternSet) -> None:
+    """srun prints 'Job step aborted' (or 'forcing job termination') once it has SIGKILLed the step itself (a signal
+    to srun, the job ending): the tasks it reports 'Killed' after it are that kill's, the node names no origin and no
+    cause shows. A task reported Killed before srun aborted is still the origin."""
+    hosts = [Host("gs03r2b02")]
+    log = ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+           "srun: error: gs03r2b02: tasks 0,2-3: Killed\nsrun: Terminating StepId=38232896.0\n"
+           "srun: error: gs03r2b02: task 1: Exited with exit code 1\n")
+    v = verdict(log, patterns, allocation=hosts)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and v.exclude_hosts == ()
+    forced = verdict("srun: forcing job termination\nsrun: error: n2: task 1: Killed\n", patterns)
+    assert forced.failure_class is FailureClass.UNKNOWN and forced.blamed_hosts == ()
+    first = verdict("srun: error: n2: task 1: Killed\n"
+                    "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n", patterns)
+    assert first.failure_class is FailureClass.RANK_KILLED and first.blamed_hosts == (Host("n2"),)
+
+
 # -- the generic pack: a meaning any program may word, read where no pack knows the program --------------------
 
 

@@ -452,9 +452,12 @@ def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
     limit's root line (the scheduler's, or the launcher's own: mpirun's MPIEXEC_TIMEOUT abort) stops the job the
     same way, so the ranks srun reports 'Killed' after it are that stop's, not a rank's own death. A cancellation
     reported only after its teardown (:data:`_CANCEL_AFTER_TEARDOWN`) also explains the SIGKILLed and SIGTERMed
-    ranks above it; a crash signal of a rank's own (SIGSEGV, SIGABRT) above it still stands."""
+    ranks above it; a crash signal of a rank's own (SIGSEGV, SIGABRT) above it still stands. srun's own word that it
+    has SIGKILLed the step (:data:`_SRUN_ABORT`) is such a stop too: the tasks it reports 'Killed' after it are the
+    ones it killed, whatever made it abort."""
     stop = next((e for e in evidence if e.failure_class is FailureClass.CANCELLED
-                 or (e.failure_class is FailureClass.WALLTIME and e.role is Role.ROOT)), None)
+                 or (e.failure_class is FailureClass.WALLTIME and e.role is Role.ROOT)
+                 or (e.pattern == _SRUN_TEARDOWN and _SRUN_ABORT.search(e.text))), None)
     if stop is None:
         return roots
     cancel = stop.line
@@ -463,6 +466,14 @@ def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> lis
             or (e.line < cancel and not (afterwards and _TEARDOWN_SIGNAL.search(e.text)))]
 
 
+#: srun's words that it has SIGKILLed the whole step itself: slurm_step_launch_wait_finish (src/api/step_launch.c)
+#: sends slurm_kill_job_step(SIGKILL) and prints 'Job step aborted: Waiting up to N seconds for job step to finish.'
+#: (or 'Job step aborted') once slurm_step_launch_abort has set sls->abort, which srun does when it is signalled
+#: (src/srun/signals.c: SIGTERM, SIGHUP, SIGQUIT, a second Ctrl-C -> launch_fwd_signal(SIGKILL)) or told the job is
+#: ending (src/srun/srun_job.c job_force_termination: 'forcing job termination'), and when a launch fails. A task's
+#: bad exit under --kill-on-bad-exit takes another path (src/srun/launch.c _task_finish -> _step_signal,
+#: 'Terminating StepId=...'), so these words follow no rank's failure of its own (read at SchedMD/slurm master).
+_SRUN_ABORT = re.compile(r"\b(?:Job step aborted|forcing job termination)\b")
 # Context lines that mark the start of a step's teardown.
 _TEARDOWN = frozenset({"slurm.step_aborted"})
 #: srun's own teardown line, the words it says only when it kills the step itself, and the step's CANCELLED line.
