@@ -346,7 +346,7 @@ def _printed(data: bytes) -> records.ScanResult:
 
 
 def need_hyperscan() -> None:
-    """The Hyperscan engine is a dependency here (pyproject: x86-64 Linux, macOS): never skipped, its absence fails."""
+    """The Hyperscan engine is a dependency here (pyproject: x86-64 and aarch64 Linux, macOS): never skipped, its absence fails."""
     assert multi.hyperscan is not None, f"hyperscan does not import: {multi.engine_note()}"
 
 
