@@ -519,15 +519,28 @@ def test_a_whole_file_counts_repeats_as_the_stream_does(tmp_path: Path) -> None:
     assert scan(path, PATTERNS) == streamed
 
 
-def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past MAX_FLAGGED patterns flagged in one block, the RE2 prefilter takes the block: same evidence. (A third
-    of the examples: every line of such a block is then checked against the RE2 set of every pattern, which takes
-    milliseconds a line.)"""
+@pytest.mark.parametrize("limit", [0, 32])
+def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """Past MAX_FLAGGED patterns flagged in one block, the RE2 prefilter takes the block: same evidence. Each
+    candidate line it finds is then put to the Hyperscan probe alone (HyperscanLines.line_patterns): a line flagging
+    no more than MAX_FLAGGED is matched against the patterns it flags (limit 32: most example lines), one flagging
+    more against the RE2 set of every pattern (limit 0: every line; milliseconds a line, so a third of the examples;
+    the examples flag some 770 forms together, a median of 15 a line)."""
     need_hyperscan()
     data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES[::3])
     expected = scan(data, PATTERNS, engine="re2")
-    monkeypatch.setattr(multi, "MAX_FLAGGED", 0)
+    monkeypatch.setattr(multi, "MAX_FLAGGED", limit)
+    answers: list[frozenset[int] | None] = []
+    probe = multi.HyperscanLines.line_patterns
+
+    def noting(self: multi.HyperscanLines, line: bytes) -> frozenset[int] | None:
+        answers.append(probe(self, line))
+        return answers[-1]
+
+    monkeypatch.setattr(multi.HyperscanLines, "line_patterns", noting)
     assert scan(data, PATTERNS, engine="hyperscan") == expected
+    named = sum(answer is not None for answer in answers)
+    assert answers and (named == 0 if limit == 0 else named > len(answers) // 2)
 
 
 def test_a_combination_of_flagged_patterns_gets_a_set_only_once_asked_for_often() -> None:
