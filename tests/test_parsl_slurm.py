@@ -245,7 +245,8 @@ def test_lead_node_crash_retries_the_task_elsewhere(slurm_bed, tmp_path: Path,
     with parsl.load(_config(run_dir, tmp_path / "runinfo", heartbeat_s=8)):
         future = train(str(ckpt), STEPS, stdout=str(tmp_path / "t.out"), stderr=str(tmp_path / "t.err"),
                        parsl_resource_specification={"num_nodes": 2, "ranks_per_node": 1})
-        log = _wait_for(run_dir / "tasks", b"step=10 ", 120)
+        # The trainer prints step 10 before it saves step 10's checkpoint: step 11 means that save is complete.
+        log = _wait_for(run_dir / "tasks", b"step=11 ", 120)
         first = Ledger.open(log.parent)
         lead = first.attempts()[0].hosts[0]
         first.close()
