@@ -1052,7 +1052,27 @@ def test_a_traceback_that_ends_in_a_type_no_pack_knows_is_the_programs_own_stop(
     assert "python.exception_line" in v.reason and "no other line says why" in v.reason
 
 
+_FRAMES = '  File "mpi4py/MPI/msgbuffer.pxi", line 50, in mpi4py.MPI.downcast\n    raise ValueError(x)\n'
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank2]: ", "x4502c1s3b0n0: "])
+def test_a_traceback_whose_header_the_paste_cut_is_read_by_its_frames(patterns: PatternSet, prefix: str) -> None:
+    """A posted log often starts inside the traceback (the header cut, or many ranks' lines between): a frame line
+    above the exception stands for the header."""
+    text = "".join(f"{prefix}{line}\n" for line in (_FRAMES + "OverflowError: integer 2372038530 does not fit in 'int'"
+                                                     ).splitlines())
+    v = verdict(f"step 1 loss 2.0\n{text}", patterns, rc=1)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
+    assert "python.exception_line" in v.reason
+
+
 @pytest.mark.parametrize(("text", "rc"), [
+    # a command's failure relayed by a helper that ran it, whatever the exception's type
+    (f"{_FRAMES}RuntimeError: Command ['cactus_bar', '--logLevel', 'INFO'] exited 128: stdout=\n", 1),
+    (f"{_FRAMES}Exception: Call '/bin/bash user_script.sh' returned 256.\n", 1),
+    # a process that died under the work (Ray's exceptions for a lost owner, worker or object)
+    (f"{_FRAMES}ray.exceptions.OwnerDiedError: Failed to retrieve object 00ffffffffffffffffffffff.\n", 1),
+    (f"{_TB}ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this task.\n", 1),
     # the infrastructure in the type or the message
     (f"{_TB}ray.exceptions.RaySystemError: System error: Failed to connect to GCS at 10.0.0.1:6379\n", 1),
     (f"{_TB}mpi4py.MPI.Exception: MPI_ERR_OTHER: known error not in list\n", 1),

@@ -1566,7 +1566,8 @@ def _uncaught(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress |
     return (ev.pattern == _EXCEPTION_LINE and (progress is None or progress.last_line <= ev.line)
             and not _EXIT_TYPE.search(ev.text) and not _WRAPPER_TYPE.search(ev.text)
             and (_JULIA_UNCAUGHT.match(ev.text) is not None
-                 or any(e.pattern == "python.traceback" and e.line < ev.line for e in evidence))
+                 or any(e.pattern in _TRACEBACK_MARKS and e.line < ev.line for e in evidence))
+            and not _RELAYED.search(ev.text)
             and not (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None
                      or _in_signal_handler(ev, evidence) or _in_ignored_block(ev, evidence)))
 
@@ -1579,6 +1580,15 @@ def _in_ignored_block(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
         e.pattern == _EXCEPTION_LINE and mark < e.line < ev.line for e in evidence)
 
 
+#: What shows a traceback stood above an exception line: its header, or a frame of it where a paste or an excerpt
+#: cut the header off.
+_TRACEBACK_MARKS = frozenset({"python.traceback", "python.traceback_frame"})
+#: An exception whose message only relays a command's exit status ("Call '/bin/bash user_script.sh' returned 256."):
+#: another program failed, and this says not why.
+#: A subprocess helper's exception alike, which names the command first ("RuntimeError: Command ['cactus_bar', ...]
+#: exited 128", the exit status often past the part of a long line that is kept).
+_RELAYED = re.compile(r"\breturned (?:non-?zero|-?[0-9]+\b)|(?:Error|Exception): (?:Command|Call)\b")
+
 #: Julia's report of the exception that ended a script (base/client.jl: 'ERROR: ', 'LoadError: ' for an error in an
 #: included file): the header a Python traceback has above its exception line, on the same line.
 _JULIA_UNCAUGHT = re.compile(r"^[ \t]*ERROR: (?:LoadError: )*[A-Z]")
@@ -1589,9 +1599,11 @@ _EXIT_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*Exit(?::|[ \t]*$)")
 #: says that something else failed, not why. A future's or a task's cancellation alike (concurrent.futures'
 #: CancelledError, Lib/concurrent/futures/_base.py, which dask.distributed's client raised for a released or lost
 #: key before its FutureCancelledError(CancelledError); asyncio's CancelledError): it says the work was dropped.
+#: A process that died under the work alike (Ray's OwnerDiedError, WorkerCrashedError, ObjectLostError, ActorDiedError,
+#: python/ray/exceptions.py): it says which process went, not why.
 #: A line prefix ('[rank3]: ', '[1,0]<stderr>:', Julia's 'ERROR: LoadError: ') may stand before the type.
 _WRAPPER_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*?(?:Process|Remote|Child|Worker|Task|Job|Rule|App|Command|Execution|"
-                           r"Executor|Future|Composite|Cancelled)"
+                           r"Executor|Future|Composite|Cancelled|Died|Dead|Lost|Crashed)"
                            r"[A-Za-z]*(?:Error|Exception|Failure|Fault)(?::|\(|[ \t]*$)")
 
 
