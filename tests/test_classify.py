@@ -1262,6 +1262,25 @@ def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
     assert verdict(setup + after, patterns, rc=rc).failure_class is expected
 
 
+
+CUDA_HOOK = ("CUDA Hook Library: Failed to find symbol mem_find_dreg_entries, ./a.out: undefined symbol: "
+             "__PAMI_Invalidate_region\n")
+
+
+@pytest.mark.parametrize(("after", "rc", "expected"), [
+    ("", None, FailureClass.USER_ERROR),  # alone: the launch line's set-up (CUDA before MPI_Init, the hook on)
+    ("[h41n08:4242] *** Process received signal ***\n[h41n08:4242] Signal: Segmentation fault (11)\n", 139,
+     FailureClass.RANK_KILLED),
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n", None,
+     FailureClass.WALLTIME),
+    ("", 0, FailureClass.SUCCESS),  # harmless this time: the job exited 0
+])
+def test_spectrum_mpi_cuda_hook_warning_yields_to_what_the_program_then_says(
+        patterns: PatternSet, after: str, rc: int | None, expected: FailureClass) -> None:
+    """Spectrum MPI's CUDA hook that found no PAMI symbols is harmless or fatal depending on context (OLCF's Summit
+    guide): a crash or a limit after it decides, exit 0 is success, and alone it is the user's launch set-up."""
+    assert verdict(CUDA_HOOK + after, patterns, rc=rc).failure_class is expected
+
 CONDA_SHELL_NOT_SET_UP = (
     "\nCommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.\n"
     "To initialize your shell, run\n\n    $ conda init <SHELL_NAME>\n\n"

@@ -757,7 +757,10 @@ _STATUS_ONLY = frozenset({
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
 # program then says decides first, a crash line anywhere too; alone, it is the user's mistake (the site does not
 # offer what the script asks for).
-_SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found"})
+# Spectrum MPI's CUDA hook that found no PAMI symbols in the program (lsf.spectrum_cuda_hook_symbol: CUDA used before
+# MPI_Init, or a non-MPI program launched with the hook) is the same: the launch line's set-up, harmless or fatal
+# depending on what follows (OLCF's Summit guide), so what the program then says decides, and alone it is the user's.
+_SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found", "lsf.spectrum_cuda_hook_symbol"})
 # The same of a batch script's shell: the environment command itself is missing ('slurm_script: line 5: module:
 # command not found': a site without Lmod on the compute nodes, or a non-login shell without its init).
 _SETUP_COMMANDS = re.compile(
