@@ -1105,6 +1105,18 @@ def test_a_traceback_of_an_unknown_type_yields(patterns: PatternSet, text: str, 
     assert v.failure_class is not FailureClass.USER_ERROR, v.reason
 
 
+def test_a_pilot_jobs_failure_is_not_the_users_mistake(patterns: PatternSet) -> None:
+    """RADICAL-Pilot's state callback raises RuntimeError('pilot pilot.0000 failed - fatal!') when the pilot job the
+    tasks run in fails: the executor was lost, the log does not say why; not read as the user's mistake."""
+    text = (f"{_TB}  File \"/env/lib/python2.7/site-packages/radical/pilot/compute_pilot.py\", line 132, in "
+            "_default_state_cb\n    raise RuntimeError('pilot %s failed - fatal!' % self.uid)\n"
+            "RuntimeError: pilot pilot.0000 failed - fatal!\n")
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is not FailureClass.USER_ERROR and not v.blamed_hosts, v.reason
+    assert verdict(f"{_TB}mylib.errors.AutopilotError: autopilot gain out of range\n", patterns,
+                   rc=1).failure_class is FailureClass.USER_ERROR
+
+
 @pytest.mark.parametrize("line", [
     "FATAL: Unable to handle docker://ubuntu (dial tcp: lookup registry-1.docker.io: Temporary failure in name resolution)",
     "ERROR: Read-only file system: '/scratch/run/out.h5'",

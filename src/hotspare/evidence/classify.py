@@ -921,9 +921,13 @@ _CRASH_EXPLAINS = frozenset({
 # Open MPI's daemons (orted, prted) count as whole words only: "unsupported", "reported" and "sorted" are not them.
 # A transport library's own names count inside an identifier too (UCX's 'rc_verbs_iface.c:63 FATAL: send completion
 # with error', 'uct_ib_mlx5_...'): its log line names its source file, and an underscore is no word boundary.
+# A pilot is the batch job a pilot system (RADICAL-Pilot, HTCondor glideins, PanDA) runs tasks in: its failure is the
+# executor's, lost under the tasks (RADICAL-Pilot's Pilot._default_state_cb raises RuntimeError('pilot %s failed -
+# fatal!') when the pilot's state turns FAILED, read with find_string), not the task's own mistake.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
-    r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|mount|resource|unavailable|"
+    r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
+    r"unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
     r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bofi\b|fabric|infiniband|completion with error|"
