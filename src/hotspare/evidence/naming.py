@@ -138,6 +138,7 @@ _IN_URL = re.compile(rb"(?:https?|ftp)://$")
 _PLACEHOLDER = re.compile(
     r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
     r"|machine(?:name)?"  # a bare "machine" as a prompt's or a label's host ("user@machine:~$") is a stand-in too
+    r"|xyz"  # "user@XYZ:/tpch$": the stock stand-in for a name the poster kept back
     r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+"
     r"|[a-z]+[-_]x"  # "worker-X", "node_X": a name with X where its number goes
     r"|[a-z0-9._-]*[-_.]x{3,}[a-z]?",  # "worker-xxxxxxx": a real name's last part redacted with x's
