@@ -2066,3 +2066,37 @@ def test_node_declared_dead_after_the_users_own_kill_is_a_cancellation(patterns:
     assert lost.failure_class is FailureClass.NODE_LOSS and names(lost.blamed_hosts) == ["system76-pc"]
     before = verdict(dead + kill, patterns)
     assert before.failure_class is FailureClass.NODE_LOSS and names(before.blamed_hosts) == ["system76-pc"]
+
+
+@pytest.mark.parametrize("last", [
+    "STOP: FDS completed successfully (CHID: Test_Edev_case1)",
+    " Normal termination of Gaussian 16 at Tue Mar  5 10:11:12 2024.",
+    "Training completed",
+])
+def test_a_programs_last_word_that_it_finished_is_a_success_when_no_status_is_known(
+        patterns: PatternSet, last: str) -> None:
+    """A posted log often has no exit status: the program's own word that it finished, at the log's end, with no
+    failure line anywhere, says the run succeeded (a job killed before it could say why ends otherwise)."""
+    v = verdict(f"step 1 loss 2.0\nWARNING: deprecated option -x\nstep 2 loss 1.0\n{last}\n", patterns)
+    assert v.failure_class is FailureClass.SUCCESS and not v.retryable and not v.blamed_hosts, v.reason
+
+
+@pytest.mark.parametrize(("text", "rc"), [
+    # an exit status is known: it decides
+    ("step 1\nSimulation finished successfully\n", 1),
+    # the words take it back
+    ("Job 0 completed successfully, but some output files are missing.\n", None),
+    ("task completed normally with an exit code of 1; initiating job cleanup\n", None),
+    ("[host:1] Abort before MPI_INIT completed successfully; not able to guarantee that all other\n", None),
+    # a failure line before it (a crash the launcher tore the step down after) or after it
+    ("srun: error: cas643: task 1: Floating point exception\nsrun: Terminating job step 9600744.0\n"
+     "Execution finished\n", None),
+    ("Simulation finished successfully\nTraceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n"
+     "IndexError: list index out of range\n", None),
+    # not the log's last word: the log went on
+    ("Stage 1 completed successfully\nstep 1\nstep 2\nstep 3\nstep 4\n", None),
+])
+def test_a_finished_line_is_no_success_where_anything_says_otherwise(
+        patterns: PatternSet, text: str, rc: int | None) -> None:
+    v = verdict(text, patterns, rc=rc)
+    assert v.failure_class is not FailureClass.SUCCESS, v.reason

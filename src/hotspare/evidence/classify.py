@@ -180,6 +180,7 @@ def classify(
     """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
     line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
+    lines = result.lines if isinstance(result, ScanResult) else None
     evidence = _without_transport_status(_without_sent_faults(_without_amrex_own_aborts(evidence)))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
     members = frozenset(allocation) if allocation is not None else None
@@ -193,6 +194,7 @@ def classify(
         or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
         or _from_facts(facts)
+        or _said_it_finished(status, evidence, lines)
         or _from_status(status, evidence)
     )
     last = None
@@ -1687,6 +1689,33 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
     # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
     return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success",
                      from_status=True)
+
+
+def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...], lines: int | None) -> _Decision | None:
+    """No exit status and no line that decides: the program's own word that it finished well (generic.
+    program_finished_words) among the log's last :data:`_FINISHED_LINES` lines is a success, when no line speaks of
+    a failure (but one the run went on after, a warning: :func:`_passed_over`), none after it at all, and its words
+    do not take it back ('... completed successfully, but some output files are
+    missing', 'Abort before MPI_INIT completed successfully', 'task completed normally with an exit code of 1'). A log
+    cut short, or a job killed before it could say why, ends otherwise."""
+    if status is not None or lines is None:
+        return None
+    done = next((e for e in reversed(evidence) if e.pattern == _FINISHED), None)
+    if done is None or lines - done.line >= _FINISHED_LINES or _NOT_FINISHED.search(done.text):
+        return None
+    if any(e.failure_class is not None and (e.line > done.line or not _passed_over(e, evidence)) for e in evidence):
+        return None
+    return _Decision(FailureClass.SUCCESS, (), f"no exit status; the program's last word at line {done.line} is that "
+                     f"it finished: {done.text.strip()[:100]}", line=done.line)
+
+
+#: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
+_FINISHED = "generic.program_finished_words"
+_FINISHED_LINES = 3
+#: Words that take a finished line back: a failure beside it, an exit status other than 0, or a phrase that puts
+#: the finish in a condition or in the past of something else.
+_NOT_FINISHED = re.compile(r"(?i)\b(?:but|before|until|not|never|unless|if|whether|fail\w*|error\w*|abort\w*|"
+                           r"warning|wait\w*)\b|(?:exit|return) ?(?:code|status|value)\D{0,8}[1-9]")
 
 
 def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision:
