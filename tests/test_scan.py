@@ -355,7 +355,8 @@ def need_hyperscan() -> None:
 
 @pytest.mark.parametrize("part", range(4))
 def test_engines_agree_on_every_corpus_text(part: int) -> None:
-    """The Hyperscan engine yields the RE2 engine's evidence, line counts and progress on every corpus text,
+    """The Hyperscan engine and the RE2 word keys yield the RE2 engine's evidence, line counts and progress on every
+    corpus text,
     read plainly and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers
     share: the RE2 engine checks each candidate line against the set of every pattern, milliseconds a line)."""
     need_hyperscan()
@@ -368,7 +369,9 @@ def test_engines_agree_on_every_corpus_text(part: int) -> None:
         widths += len(wraps) - 1
         for wrap in wraps:
             fast = scan(data, PATTERNS, wrap_width=wrap, engine="hyperscan")
-            assert fast == scan(data, PATTERNS, wrap_width=wrap, engine="re2"), name
+            reference = scan(data, PATTERNS, wrap_width=wrap, engine="re2")
+            assert fast == reference, name
+            assert scan(data, PATTERNS, wrap_width=wrap, engine="words") == reference, name
     assert widths > 2
 
 
@@ -381,7 +384,9 @@ def test_engines_agree_on_examples_far_into_a_line() -> None:
     for width in (24, 64):
         filler = (b"lorem ipsum " * 8)[:width].rstrip() + b" "
         data = b"".join(filler + text.encode("utf-8") + b"\n" for _, text in EXAMPLES)
-        assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2"), width
+        reference = scan(data, PATTERNS, engine="re2")
+        assert scan(data, PATTERNS, engine="hyperscan") == reference, width
+        assert scan(data, PATTERNS, engine="words") == reference, width
 
 
 def test_windows_line_ends_read_as_unix_ones() -> None:
@@ -577,7 +582,7 @@ def test_a_prefilter_hyperscan_rejects_stays_in_re2() -> None:
     assert _hits(scan(data, odd, engine="hyperscan"), "slurm.srun_node_failure") == [(2, "n2")]
 
 
-@pytest.mark.parametrize("engine", ["re2", "hyperscan"])
+@pytest.mark.parametrize("engine", ["re2", "hyperscan", "words"])
 def test_a_prefixed_line_reaches_an_alternative_anchored_inside_a_pattern_without_literals(engine: str) -> None:
     """A pattern with no literal every choice needs is searched whole: its '^' inside (here after a '|') must not
     stay anchored in the prefilter, since the match lets the line's prefix ('[1,0]<stderr>:') stand before it."""
@@ -616,12 +621,14 @@ def test_a_prefilter_form_goes_to_hyperscan_as_its_top_level_choices(regex: str,
         assert whole == any(re.search(choice, line) is not None for choice in choices), (regex, line)
 
 
-def test_without_hyperscan_auto_falls_back_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where hyperscan does not import, 'auto' scans with the RE2 prefilter and says why in one line."""
+def test_without_hyperscan_auto_falls_back_to_re2_word_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where hyperscan does not import, 'auto' scans with the same word keys in RE2 and says why in one line."""
     monkeypatch.setattr(multi, "hyperscan", None)
     monkeypatch.setattr(multi, "_IMPORT_ERROR", "No module named 'hyperscan'")
     fresh = PatternSet(PATTERNS.packs.values())
-    assert line_finder(fresh).name == "re2"
+    assert line_finder(fresh).name == "words"
+    with pytest.raises(RuntimeError, match="hyperscan is not importable"):
+        line_finder(fresh, "hyperscan")
     note = engine_note()
     assert "RE2" in note and "hyperscan" in note and "\n" not in note
     assert _hits(scan(ROOT, fresh), "pals.rank_signal_9") == [(1, "x1921c7s1b0n0")]
@@ -630,7 +637,7 @@ def test_without_hyperscan_auto_falls_back_to_re2(monkeypatch: pytest.MonkeyPatc
 def test_engine_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A misspelt HOTSPARE_SCAN_ENGINE is an error naming the choices, not a silent default."""
     monkeypatch.setenv(multi.ENGINE_VAR, "fast")
-    with pytest.raises(ValueError, match="auto, hyperscan or re2"):
+    with pytest.raises(ValueError, match="auto, hyperscan, words or re2"):
         Scanner(PATTERNS)
 
 
@@ -908,15 +915,16 @@ def test_a_pattern_in_another_script_is_keyed_by_its_non_ascii_text() -> None:
     assert rarest_mark("已杀死") == NON_ASCII and rarest_mark("@已") == "@" and rarest_mark("Killed") is None
 
 
-def test_the_small_logs_benchmark_times_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
-    """benchmarks/small_logs.py scans corpus texts with both engines and prints a row each and their ratio; a bad
+def test_the_small_logs_benchmark_times_each_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/small_logs.py scans corpus texts with each engine and prints a row each and their ratios; a bad
     argument is refused in one line."""
     bench = load_benchmark("small_logs.py")
     assert bench.main(["--every", "400", "--rounds", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in out[1:3]}
-    assert set(rows) == {"hyperscan", "re2"} and int(rows["re2"][1]) > 10
-    assert out[3].startswith("ratio (re2 / hyperscan): ") and float(out[3].split()[-1]) > 0
+    rows = {line.split()[0]: line.split() for line in out[1:4]}
+    assert set(rows) == {"hyperscan", "words", "re2"} and int(rows["re2"][1]) > 10
+    assert out[4].startswith("ratio (re2 / hyperscan): ") and float(out[4].split()[-1]) > 0
+    assert out[5].startswith("ratio (words / hyperscan): ") and float(out[5].split()[-1]) > 0
     with pytest.raises(SystemExit) as refused:
         bench.main(["--rounds", "0"])
     assert refused.value.code == 2

@@ -24,6 +24,10 @@ small ones.
 Compiled databases are kept between runs (:data:`CACHE_VAR`): a run then loads them instead of paying
 Hyperscan's compiler in time and memory.
 
+Where Hyperscan does not import, :class:`WordLines` asks the same two questions in RE2: the words are one RE2 set
+(its automaton a trie of literals, which stays small where the prefilter of every pattern does not), each flagged
+form an RE2 search. :class:`Re2Lines` stays as the reference the others are tested against.
+
 Each candidate carries the patterns that flagged it. The scanner checks only those on a line holding no
 escape, where the prefilter forms are exact supersets; a line holding an escape (which the forms tolerate
 between words only) or an OSC string (which they do not skip) is checked against every pattern, as the RE2
@@ -39,14 +43,16 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+import re2
 
 from hotspare.evidence import cache
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.cache import cache_dir, digest, store
-from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form
+from hotspare.evidence.patterns import PatternSet, compile_bytes, prefilter_form, re2_options
 from hotspare.evidence.patterns.literals import (
     NON_ASCII,
     is_mark,
@@ -59,7 +65,7 @@ from hotspare.evidence.patterns.literals import (
 
 try:
     import hyperscan
-except ImportError as exc:  # no wheel for this platform: RE2 does it all
+except ImportError as exc:  # no wheel for this platform: RE2 does it all (WordLines)
     hyperscan = None  # type: ignore[assignment]  # tested before every use
     _IMPORT_ERROR: str | None = str(exc)
 else:
@@ -69,7 +75,7 @@ log = logging.getLogger(__name__)
 
 #: Environment variable choosing the engine: ``auto`` (Hyperscan when it imports), ``hyperscan`` or ``re2``.
 ENGINE_VAR = "HOTSPARE_SCAN_ENGINE"
-Engine = Literal["auto", "hyperscan", "re2"]
+Engine = Literal["auto", "hyperscan", "words", "re2"]
 #: Compiled databases are kept between runs in the cache (:mod:`hotspare.evidence.cache`; Hyperscan's
 #: compiler takes milliseconds a pattern and megabytes of memory): this variable names it, "" keeps none.
 CACHE_VAR = cache.CACHE_VAR
@@ -124,14 +130,13 @@ class Re2Lines:
         return [(start, end, None) for start, end in re2_lines(self._patterns.event_prefilter, text)]
 
 
-class HyperscanLines:
-    """Hyperscan word pass, then a pass per flagged prefilter form (see the module docstring)."""
+class KeyedLines:
+    """A word pass, then a pass per flagged prefilter form (see the module docstring); how each pass is made is
+    the subclass's (:class:`HyperscanLines`, :class:`WordLines`)."""
 
-    name = "hyperscan"
+    name = "keyed"
 
     def __init__(self, patterns: PatternSet) -> None:
-        if hyperscan is None:
-            raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
         self._fallback = Re2Lines(patterns)
         self._patterns = patterns
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
@@ -193,36 +198,61 @@ class HyperscanLines:
         }
         # Forms with neither word nor mark are searched on every block, each in a pass of its own (in the probe,
         # an expression that is not a literal would cost the compiler the same 30 MB as a mark).
-        self._always = [self._compile(i) for i in unkeyed]
-        self._probe = _probe_database(list(words)[: self._osc])
         # Compiled when first flagged: a log flags few of the forms, and each costs milliseconds.
         self._searchers: dict[int, _Searcher] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._always = [self._compile(i) for i in unkeyed]
+        self._make_probe([word for word, index in words.items() if index < self._osc])
+
+    def _make_probe(self, words: list[tuple[str, bool]]) -> None:
+        """Build the pass that says which of ``words`` (their ids are their positions; each with whether it
+        ignores case) a block holds."""
+        raise NotImplementedError
+
+    def _seen(self, text: bytes) -> tuple[set[int], bool]:
+        """The probed words ``text`` holds (their ids), and whether it holds an OSC introducer."""
+        raise NotImplementedError
+
+    def _compile(self, form: int) -> _Searcher:
+        raise NotImplementedError
+
+    def _scratch(self, database: Any) -> Any:
+        """What a search needs of this thread for ``database`` (Hyperscan's scratch space; RE2's: nothing)."""
+        del database
+        return None
+
+    def _max_flagged(self) -> int | None:
+        """Most forms a block may flag before its lines go to the RE2 prefilter of every pattern instead (None:
+        never)."""
+        return None
 
     def candidates(self, text: bytes) -> list[Candidate]:
         """Candidate lines of ``text`` with the patterns that flagged each."""
-        hits, flagged = self._probe_block(text)
-        if len(flagged) > MAX_FLAGGED:
+        osc, flagged = self._probe_block(text)
+        limit = self._max_flagged()
+        if limit is not None and len(flagged) > limit:
             return self._fallback.candidates(text)
-        return self._search(text, hits, flagged)
+        return self._search(text, osc, flagged)
 
     def line_patterns(self, line: bytes) -> frozenset[int] | None:
-        """The patterns one line (no break in it) may match; None when it flags more than :data:`MAX_FLAGGED`
+        """The patterns one line (no break in it) may match; None when it flags more than :meth:`_max_flagged`
         forms, or an OSC string, for then every pattern is to be checked."""
         text = line + b"\n"
-        hits, flagged = self._probe_block(text)
-        if len(flagged) > MAX_FLAGGED:
+        osc, flagged = self._probe_block(text)
+        limit = self._max_flagged()
+        if limit is not None and len(flagged) > limit:
             return None
-        found = self._search(text, hits, flagged)
+        found = self._search(text, osc, flagged)
         return found[0][2] if len(found) == 1 else frozenset() if not found else None
 
-    def _search(self, text: bytes, hits: list[tuple[int, int]], flagged: set[int]) -> list[Candidate]:
-        """The candidate lines of ``text`` the passes of the ``flagged`` forms find (``hits``: the probe's)."""
+    def _search(self, text: bytes, osc: bool, flagged: set[int]) -> list[Candidate]:
+        """The candidate lines of ``text`` the passes of the ``flagged`` forms find (``osc``: the probe saw an
+        OSC introducer)."""
         lines = _Lines(text)
         for searcher in [*self._always, *(self._searcher(i) for i in sorted(flagged))]:
             searcher.search(text, lines, self._scratch)
-        at = text.find(_OSC) if any(index == self._osc for index, _ in hits) else -1
+        at = text.find(_OSC) if osc else -1
         while at >= 0:
             lines.add_all(at)
             at = text.find(_OSC, text.find(b"\n", at) + 1 or len(text))
@@ -241,17 +271,13 @@ class HyperscanLines:
         patterns = self._patterns.event_patterns
         return sorted(patterns[i].qualname for form in flagged for i in self._form_patterns[form])
 
-    def _probe_block(self, text: bytes) -> tuple[list[tuple[int, int]], set[int]]:
-        """The probe pass: its hits, and the forms flagged (every word of one of their alternatives seen, or a
-        mark of theirs in the block)."""
-        hits: list[tuple[int, int]] = []
-        self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
+    def _probe_block(self, text: bytes) -> tuple[bool, set[int]]:
+        """The probe pass: whether it saw an OSC introducer, and the forms flagged (every word of one of their
+        alternatives seen, or a mark of theirs in the block)."""
+        seen, osc = self._seen(text)
         flagged: set[int] = set()
-        seen: set[int] = set()
-        for index, _ in hits:
-            if index < self._osc:
-                seen.add(index)
-                flagged.update(self._word_forms[index])
+        for index in seen:
+            flagged.update(self._word_forms[index])
         for mark, forms in self._mark_forms:
             if (not text.isascii()) if mark == _NON_ASCII_MARK else mark in text:
                 flagged.update(forms)
@@ -260,7 +286,7 @@ class HyperscanLines:
             for form in flagged & self._paired:
                 if not any(all(self._holds(text, word, seen, looked) for word in alt) for alt in self._needs[form]):
                     flagged.discard(form)
-        return hits, flagged
+        return osc, flagged
 
     def _holds(self, text: bytes, word: int, seen: set[int], looked: dict[int, bool]) -> bool:
         """Whether the block holds word ``word``: the probe says for its own words; the others are looked for
@@ -284,6 +310,33 @@ class HyperscanLines:
                     searcher = self._searchers[form] = self._compile(form)
         return searcher
 
+
+
+class HyperscanLines(KeyedLines):
+    """Hyperscan's literal matcher for the word pass, then a Hyperscan pass per flagged form (RE2 for a form
+    Hyperscan cannot take); a block flagging more than :data:`MAX_FLAGGED` forms goes to the RE2 prefilter."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: PatternSet) -> None:
+        if hyperscan is None:
+            raise RuntimeError(f"hyperscan is not importable ({_IMPORT_ERROR})")
+        super().__init__(patterns)
+
+    def _make_probe(self, words: list[tuple[str, bool]]) -> None:
+        self._probe = _probe_database(words)
+
+    def _max_flagged(self) -> int | None:
+        return MAX_FLAGGED
+
+    def _seen(self, text: bytes) -> tuple[set[int], bool]:
+        hits: list[tuple[int, int]] = []
+        self._probe.scan(text, match_event_handler=_note_hit, context=hits, scratch=self._scratch(self._probe))
+        seen = {index for index, _ in hits}
+        osc = self._osc in seen
+        seen.discard(self._osc)
+        return seen, osc
+
     def _compile(self, form: int) -> _Searcher:
         return _compile_searcher(self._form_patterns[form], self._forms[form])
 
@@ -294,6 +347,37 @@ class HyperscanLines:
         if scratch is None:
             scratch = scratches[id(database)] = hyperscan.Scratch(database)
         return scratch
+
+
+class WordLines(KeyedLines):
+    """The same word keys without Hyperscan (where no wheel installs it): the word pass is one RE2 set of the
+    probed words, whose automaton is a literal trie (a few megabytes, read at hundreds of MB/s where the RE2
+    prefilter of every pattern outgrows its memory), and each flagged form is an RE2 search of its own. Every
+    block is searched so, however many forms it flags: each costs a pass, but the prefilter of every pattern
+    costs more."""
+
+    name = "words"
+
+    def _make_probe(self, words: list[tuple[str, bool]]) -> None:
+        options = re2_options()
+        options.max_mem = _PROBE_MEMORY
+        probe = re2.Set.SearchSet(options)
+        for word, caseless in words:
+            probe.Add((("(?i)" if caseless else "") + re.escape(word)).encode("utf-8"))
+        if words:
+            probe.Compile()
+        self._probe = probe if words else None
+
+    def _seen(self, text: bytes) -> tuple[set[int], bool]:
+        found = self._probe.Match(text) if self._probe is not None else None
+        return set(found or ()), _OSC in text
+
+    def _compile(self, form: int) -> _Searcher:
+        return _Re2Searcher(self._form_patterns[form], compile_bytes(f"(?m){self._forms[form]}", capture=False))
+
+
+#: Memory the RE2 word set may take for its automaton (its default, 8 MB, makes it rebuild states on a big log).
+_PROBE_MEMORY = 32 << 20
 
 
 #: Each regex's prefilter form, and the words keying it: alternatives (a block holding every word of one may hold
@@ -615,26 +699,32 @@ def line_finder(patterns: PatternSet, engine: Engine | None = None) -> LineFinde
     ``engine`` None reads :data:`ENGINE_VAR` (default ``auto``: Hyperscan when it imports, else RE2).
     """
     choice = engine or _engine_from_env()
-    name = "re2" if choice == "re2" or (choice == "auto" and hyperscan is None) else "hyperscan"
+    name = "words" if choice == "auto" and hyperscan is None else "hyperscan" if choice == "auto" else choice
     with _FINDERS_LOCK:
         built = _FINDERS.setdefault(patterns, {})
         if name not in built:
-            if name == "re2" and choice == "auto":
-                log.debug("scanning with the RE2 prefilter: %s", engine_note())
-            built[name] = Re2Lines(patterns) if name == "re2" else HyperscanLines(patterns)
+            if name == "words" and choice == "auto":
+                log.debug("scanning with RE2 word keys: %s", engine_note())
+            built[name] = _ENGINES[name](patterns)
         return built[name]
+
+
+#: Each engine's line finder.
+_ENGINES: dict[str, Callable[[PatternSet], LineFinder]] = {
+    "re2": Re2Lines, "hyperscan": HyperscanLines, "words": WordLines,
+}
 
 
 def _engine_from_env() -> Engine:
     value = os.environ.get(ENGINE_VAR, "auto")
-    if value not in ("auto", "hyperscan", "re2"):
-        raise ValueError(f"{ENGINE_VAR}={value!r}: use auto, hyperscan or re2")
-    return value  # type: ignore[return-value]  # checked against the three just above
+    if value not in ("auto", "hyperscan", "words", "re2"):
+        raise ValueError(f"{ENGINE_VAR}={value!r}: use auto, hyperscan, words or re2")
+    return value  # type: ignore[return-value]  # checked against the four just above
 
 
 def engine_note() -> str:
     """One line saying which engine ``auto`` picks here, and why."""
     if hyperscan is None:
-        return f"RE2 prefilter (hyperscan not importable: {_IMPORT_ERROR}; pip install hyperscan)"
+        return f"RE2 word keys (hyperscan not importable: {_IMPORT_ERROR}; pip install hyperscan)"
     version = getattr(hyperscan, "__version__", "?")  # the stub omits it
     return f"Hyperscan {version}: a word pass, then a pass per flagged pattern"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from hotspare.errors import InputError
-from hotspare.evidence.multi import Candidate, Engine, HyperscanLines, line_finder, re2_lines
+from hotspare.evidence.multi import Candidate, Engine, KeyedLines, line_finder, re2_lines
 from hotspare.evidence.naming import (
     ANONYMOUS,
     TEXT_CHARS,
@@ -324,7 +324,7 @@ class Scanner:
         milliseconds a line with some 800 patterns: its automaton outgrows its memory), unless the line holds
         what the finder reads differently from the patterns (an escape, a NUL) or the finder names none (RE2's,
         whose one prefilter would cost the set's time again)."""
-        if isinstance(self._finder, HyperscanLines) and b"\x1b" not in line and b"\x00" not in line:
+        if isinstance(self._finder, KeyedLines) and b"\x1b" not in line and b"\x00" not in line:
             ids = self._finder.line_patterns(line)
             if ids is not None:
                 return self._among(ids, line) if ids else []
