@@ -1689,6 +1689,21 @@ def test_a_stop_or_success_someone_else_reported_yields_to_a_line_that_says_why(
     assert alone is not want and alone is not FailureClass.UNKNOWN
 
 
+def test_a_kubeflow_launchers_succeeded_condition_is_a_summary_that_yields_to_a_line_that_says_why(
+        patterns: PatternSet) -> None:
+    """A Kubeflow Pipelines launcher's 'has reached the expected condition: Succeeded' sums its TFJob or Katib
+    experiment up: alone a success, but a replica's OOMKilled in the same log decides first; 'Failed' is no
+    success."""
+    done = ("INFO:launch_crd:kubeflow.org/tfjobs mnist in namespace kubeflow has reached the expected "
+            "condition: Succeeded.\n")
+    alone = verdict(done, patterns)
+    assert alone.failure_class is FailureClass.SUCCESS and not alone.retryable, alone.reason
+    killed = verdict("mnist-worker-1   0/1     OOMKilled   0          3m\n" + done, patterns)
+    assert killed.failure_class is FailureClass.OOM, killed.reason
+    failed = verdict(done.replace("Succeeded", "Failed"), patterns)
+    assert failed.failure_class is not FailureClass.SUCCESS, failed.reason
+
+
 @pytest.mark.parametrize("words", [
     "ERROR: memory allocation failed in solver setup",
     "Error: unable to allocate 1073741824 bytes",

@@ -732,7 +732,8 @@ _QUOTED_CAUSE_LINES = 4
 # view of a rank that died first as a network fault, and a program's bare "FATAL ERROR:", which says it stopped
 # itself but not always why, a terminal's '^C' (the user stopped it, but maybe a job that had already failed), and
 # one task's own word that it completed (submitit's: its siblings may have failed; Snakemake's 'N of N steps (100%)
-# done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'; an
+# done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'; a Kubeflow
+# Pipelines launcher's 'has reached the expected condition: Succeeded', the custom resource's summary; an
 # HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
 # siblings of a job that failed; Ray Tune's 'Stop signal received', whose handler also takes a site's SIGUSR1 before
@@ -751,6 +752,7 @@ _STATUS_ONLY = frozenset({
     "generic.build_lacks_support", "hydra.nem_tcp_reset_by_peer",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
+    "kubernetes.kfp_launcher_condition_succeeded",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort",

@@ -146,13 +146,16 @@ _PLACEHOLDER = re.compile(
 )
 _NOT_AN_ADDRESS = ("0.0.0.0", "255.255.255.255")  # noqa: S104 -- compared against, never bound
 _TRIM = " \t.,;:'\"()[]<>`*"
+# Between the quoted names of a list a program printed as its language's repr (Python's str() of a list,
+# "'n1', 'n2'", JSON's "\"n1\", \"n2\""): a hostlist group holding one reads as the names it lists.
+_QUOTED_SEP = re.compile(r"""['"]\s*,\s*['"]""")
 
 
 @functools.lru_cache(maxsize=4096)  # a job's logs name its few hosts over and over; Host is never changed
 def _hosts(text: str, is_hostlist: bool) -> tuple[Host | None, ...]:
     """Hosts named by a captured group; ``(None,)`` when the text is not a host or only stands for one
     (``xxxx``, ``<hostname>``, ``NODE``, ``localhost``, ``0.0.0.0``, ``127.0.0.1``, a bare number)."""
-    text = text.strip(_TRIM) if not is_hostlist else text.strip(" \t.,;:'\"()<>`*")
+    text = text.strip(_TRIM) if not is_hostlist else _QUOTED_SEP.sub(",", text).strip(" \t.,;:'\"()<>`*")
     if (not text or _PLACEHOLDER.fullmatch(text) or text in _NOT_AN_ADDRESS or text.startswith("127.")
             or text.isdigit()):  # a rank or task number ("3: " from srun -l), never a node's name
         return (None,)
