@@ -2115,3 +2115,18 @@ def test_a_finished_line_is_no_success_where_anything_says_otherwise(
         patterns: PatternSet, text: str, rc: int | None) -> None:
     v = verdict(text, patterns, rc=rc)
     assert v.failure_class is not FailureClass.SUCCESS, v.reason
+
+
+@pytest.mark.parametrize("term", [
+    "signal (15): Terminated\nin expression starting at /home/runner/work/pkg/test/runtests.jl:9\n",
+    "srun: error: n3: task 2: Terminated\n",
+])
+def test_a_sigkill_after_the_processes_reported_sigterm_is_the_stops_second_step(
+        patterns: PatternSet, term: str) -> None:
+    """SIGTERM first, then SIGKILL for what is left: Hydra's 'EXIT CODE: 9' banner after the ranks reported the
+    SIGTERM blames no host (every process got the same stop); a SIGKILL reported before any SIGTERM still does."""
+    banner = "=   PID 3345 RUNNING AT n2\n=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
+    v = verdict(f"step 10\n{term}\n{banner}", patterns)
+    assert v.failure_class is not FailureClass.RANK_KILLED and not v.blamed_hosts, v.reason
+    first = verdict(f"step 10\n{banner}{term}", patterns)
+    assert first.failure_class is FailureClass.RANK_KILLED and [h.name for h in first.blamed_hosts] == ["n2"]

@@ -338,7 +338,26 @@ def _not_torn_down(
 ) -> list[Evidence]:
     """``roots`` without the SIGKILLs that were a cancellation's or a crash's teardown (with ``late_crashes``
     false, only a crash before the teardown began counts as one: see :func:`_before_crash`)."""
-    return _before_crash(_before_cancel(roots, evidence), evidence, late_crashes=late_crashes)
+    return _before_crash(_before_cancel(_after_sigterm(roots, evidence), evidence), evidence,
+                         late_crashes=late_crashes)
+
+
+#: A teardown line (role cascade) that reports a process ended by SIGTERM: srun's 'task N: Terminated', PALS's 'died
+#: from signal 15', Julia's runtime 'signal (15): Terminated'.
+_SIGTERM_REPORT = re.compile(r"\bsignal:? ?\(?15\b|\bSIGTERM\b|\bTerminated\b")
+
+
+def _after_sigterm(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """Drop SIGKILLed ranks reported after the job's processes reported a SIGTERM (a cascade line), when no root
+    came before it: SIGTERM first, SIGKILL for what is left, is how a stopper ends a process tree (scancel and a time
+    limit through slurmstepd, a CI runner cancelling or timing out a step, a launcher's cleanup), so the SIGKILL
+    reported after it (Hydra's 'EXIT CODE: 9' banner) is that stop's second step, not a rank's death of its own.
+    Every process got the same signals, nobody is the origin (README, signal deaths are read by what comes first)."""
+    term = next((e.line for e in evidence if e.role is Role.CASCADE and _SIGTERM_REPORT.search(e.text)), None)
+    if term is None or any(e.line < term for e in roots):
+        return roots
+    return [e for e in roots if not (e.failure_class is FailureClass.RANK_KILLED and e.line > term
+                                     and _TEARDOWN_SIGNAL.search(e.text))]
 
 
 def _is_crash(ev: Evidence) -> bool:
