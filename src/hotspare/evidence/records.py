@@ -45,6 +45,9 @@ class Evidence:
     count: int = 1
     #: What the line says about the host it names (the pattern's ``host_means``).
     host_means: HostMeaning = HostMeaning.MENTION
+    #: The line of the last repeat, where the scanner keeps it (a pattern whose last line matters, scan.LAST_KEPT:
+    #: a program's word that it finished, which each rank of a job prints); None when only one line matched.
+    last_line: int | None = None
 
     @property
     def host_invalid(self) -> bool:
@@ -90,6 +93,8 @@ class Records:
     at_line: dict[tuple[str, int], list[Key]] = field(default_factory=dict)
     #: The text keys kept for each root pattern naming no host, first first.
     texts: dict[str, list[Key]] = field(default_factory=dict)
+    #: The line of the last repeat of each key recorded again through :meth:`add`.
+    last: dict[Key, int] = field(default_factory=dict)
 
     def key(self, pattern: str, role: Role, name: str | None, text: str | bytes) -> Key:
         """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` (as shown; the
@@ -109,6 +114,7 @@ class Records:
             key = next((k for k in self.at_line.get((ev.pattern, ev.line), ()) if isinstance(k[1], bytes)), key)
         if key in self.first:
             self.counts[key] += 1
+            self.last[key] = ev.line
         elif len(self.first) < MAX_RECORDS:
             self.first[key] = ev
             self.counts[key] = 1
@@ -145,5 +151,5 @@ class Records:
                     kept.remove(key)
 
     def result(self) -> tuple[Evidence, ...]:
-        out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
+        out = [replace(ev, count=self.counts[key], last_line=self.last.get(key)) for key, ev in self.first.items()]
         return tuple(sorted(out, key=lambda e: e.line))

@@ -48,6 +48,12 @@ from hotspare.hosts import Host
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
 MIN_WRAP_WIDTH = 20
+#: Patterns whose last line matters, not only their first: a repeat is recorded (Evidence.last_line). A program's
+#: word that it finished is read only near the log's end (classify._said_it_finished), and each rank of a job
+#: prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's 'Normal termination' after each of its steps).
+LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
+                       "espresso.job_done"})
+
 #: Lines that must end exactly at the widest width before it counts as a wrap.
 MIN_WRAPPED_LINES = 5
 
@@ -332,11 +338,13 @@ class Scanner:
 
     def _plain(self, index: int) -> bool:
         """Whether event pattern ``index`` records a line on its own (no ``after``, no ``host_from``, and no
-        other pattern takes its host): then a repeat of a record already kept changes nothing but a count."""
+        other pattern takes its host) and only its first line matters (not in :data:`LAST_KEPT`): then a repeat of
+        a record already kept changes nothing but a count."""
         plain = self._plains.get(index)
         if plain is None:
             pattern = self.patterns.event_patterns[index]
-            plain = self._plains[index] = not (pattern.after or pattern.host_from or pattern.qualname in self._sources)
+            plain = self._plains[index] = not (pattern.after or pattern.host_from or pattern.qualname in self._sources
+                                               or pattern.qualname in LAST_KEPT)
         return plain
 
     def _add(self, evidence: list[Evidence], pattern: Pattern, found: list[Evidence] | None) -> None:
