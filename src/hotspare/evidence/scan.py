@@ -43,17 +43,11 @@ from hotspare.evidence.naming import (
     takes_prefix,
 )
 from hotspare.evidence.patterns import LAST_RESORT, Pattern, PatternSet, Role, build_set, load_patterns
-from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
+from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
 MIN_WRAP_WIDTH = 20
-#: Patterns whose last line matters, not only their first: a repeat is recorded (Evidence.last_line). A program's
-#: word that it finished is read only near the log's end (classify._said_it_finished), and each rank of a job
-#: prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's 'Normal termination' after each of its steps).
-LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
-                       "espresso.job_done"})
-
 #: Lines that must end exactly at the widest width before it counts as a wrap.
 MIN_WRAPPED_LINES = 5
 
