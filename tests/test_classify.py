@@ -2087,6 +2087,8 @@ def test_node_declared_dead_after_the_users_own_kill_is_a_cancellation(patterns:
     "STOP: FDS completed successfully (CHID: Test_Edev_case1)",
     " Normal termination of Gaussian 16 at Tue Mar  5 10:11:12 2024.",
     "Training completed",
+    "  **** **  *******  **  PROGRAM STOPPED IN /hppfs/scratch/04/di38fab/04_TMD/5_Bi",
+    "FORTRAN STOP",
 ])
 def test_a_programs_last_word_that_it_finished_is_a_success_when_no_status_is_known(
         patterns: PatternSet, last: str) -> None:
@@ -2102,6 +2104,9 @@ def test_a_programs_last_word_that_it_finished_is_a_success_when_no_status_is_kn
     # the words take it back
     ("Job 0 completed successfully, but some output files are missing.\n", None),
     ("task completed normally with an exit code of 1; initiating job cleanup\n", None),
+    # Cobalt prints its end line whatever the task's status: an exit code of None says no success (heldout123), and
+    # each of the job's logs repeats it to the log's end
+    ("Info: task completed normally with an exit code of None; initiating job cleanup and removal\n" * 3, None),
     ("[host:1] Abort before MPI_INIT completed successfully; not able to guarantee that all other\n", None),
     # a failure line before it (a crash the launcher tore the step down after) or after it
     ("srun: error: cas643: task 1: Floating point exception\nsrun: Terminating job step 9600744.0\n"
@@ -2130,3 +2135,33 @@ def test_a_sigkill_after_the_processes_reported_sigterm_is_the_stops_second_step
     assert v.failure_class is not FailureClass.RANK_KILLED and not v.blamed_hosts, v.reason
     first = verdict(f"step 10\n{banner}{term}", patterns)
     assert first.failure_class is FailureClass.RANK_KILLED and [h.name for h in first.blamed_hosts] == ["n2"]
+
+
+def test_a_finished_word_every_rank_prints_is_read_at_its_last_line(patterns: PatternSet) -> None:
+    """Each of a job's ranks prints its own 'FORTRAN STOP' (64 QE ranks under nvfortran, heldout252): the scanner
+    keeps one record, and the finished rule reads its last line, not its first."""
+    log = "".join("Warning: ieee_underflow is signaling\nWarning: ieee_inexact is signaling\nFORTRAN STOP\n"
+                  for _ in range(8))
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.SUCCESS, v.reason
+    went_on = verdict(log + "step 1\nstep 2\nstep 3\nstep 4\n", patterns)
+    assert went_on.failure_class is not FailureClass.SUCCESS, went_on.reason
+
+
+def test_a_solvers_unconverged_words_before_the_programs_finished_line_are_a_warning_it_went_on_after(
+        patterns: PatternSet) -> None:
+    """Quantum ESPRESSO prints 'c_bands:  N eigenvalues not converged' on an SCF step and still ends by its normal
+    path ('JOB DONE.', heldout252): the words before the finished line do not make the run the numerics' user_error."""
+    log = ("     c_bands:  2 eigenvalues not converged\n     total energy = -5049.52 Ry\n"
+           "     PWSCF        :     36.11s CPU     55.03s WALL\n"
+           "=------------------------------------------------------------------------------=\n"
+           "   JOB DONE.\n"
+           "=------------------------------------------------------------------------------=\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.SUCCESS and not v.blamed_hosts, v.reason
+    # an exit status decides; words after the finished line, or alone, are still the numerics' stop
+    assert verdict(log, patterns, rc=1).failure_class is not FailureClass.SUCCESS
+    after = verdict("   JOB DONE.\n SCF has not converged.  Exiting.\n", patterns)
+    assert after.failure_class is FailureClass.USER_ERROR, after.reason
+    alone = verdict("     c_bands:  2 eigenvalues not converged\n     total energy = -5049.52 Ry\n", patterns)
+    assert alone.failure_class is FailureClass.USER_ERROR, alone.reason

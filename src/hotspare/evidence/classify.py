@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from hotspare.act.node_states import unhealthy
 from hotspare.act.scheduler import parse_duration_s
 from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
-from hotspare.evidence.records import Evidence, Progress, ScanResult
+from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, ScanResult
 from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
@@ -190,6 +190,7 @@ def classify(
         or _killed_by_hand(evidence)
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
+        or _finished_after_numerics(status, evidence, lines)
         or _first_root(evidence, progress)
         or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
@@ -1715,28 +1716,50 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
 def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...], lines: int | None) -> _Decision | None:
     """No exit status and no line that decides: the program's own word that it finished well (generic.
     program_finished_words) among the log's last :data:`_FINISHED_LINES` lines is a success, when no line speaks of
-    a failure (but one the run went on after, a warning: :func:`_passed_over`), none after it at all, and its words
+    a failure (but one the run went on after, a warning: :func:`_passed_over`; or a solver's words that its numerics
+    did not converge, printed before it: generic.numerical_failure_words, which chemistry codes print per step and
+    go on after, Quantum ESPRESSO's 'c_bands:  2 eigenvalues not converged' before its 'JOB DONE.', a relax that
+    reached its step limit: the program ended by its normal path all the same), none after it at all, and its words
     do not take it back ('... completed successfully, but some output files are
     missing', 'Abort before MPI_INIT completed successfully', 'task completed normally with an exit code of 1'). A log
     cut short, or a job killed before it could say why, ends otherwise."""
     if status is not None or lines is None:
         return None
-    done = next((e for e in reversed(evidence) if e.pattern == _FINISHED), None)
-    if done is None or lines - done.line >= _FINISHED_LINES or _NOT_FINISHED.search(done.text):
+    done = max((e for e in evidence if e.pattern in _FINISHED), key=lambda e: e.last_line or e.line, default=None)
+    if done is None:
         return None
-    if any(e.failure_class is not None and (e.line > done.line or not _passed_over(e, evidence)) for e in evidence):
+    end = done.last_line or done.line  # each rank prints its own: the last one is the program's last word
+    if lines - end >= _FINISHED_LINES or _NOT_FINISHED.search(done.text):
         return None
-    return _Decision(FailureClass.SUCCESS, (), f"no exit status; the program's last word at line {done.line} is that "
+    if any(e.failure_class is not None and (e.line > end or not (
+            _passed_over(e, evidence) or e.pattern == _NUMERICAL_WORDS)) for e in evidence):
+        return None
+    return _Decision(FailureClass.SUCCESS, (), f"no exit status; the program's last word at line {end} is that "
                      f"it finished: {done.text.strip()[:100]}", line=done.line)
 
 
+def _finished_after_numerics(status: ExitStatus | None, evidence: tuple[Evidence, ...],
+                             lines: int | None) -> _Decision | None:
+    """A solver's words that its numerics did not converge (generic.numerical_failure_words, a summary line that
+    decides only when nothing else does) and, after them at the log's end, the program's own word that it finished
+    well, with no exit status and no other failure line (:func:`_said_it_finished`): the program went on after
+    them and ended by its normal path, so the run is a success, not the numerics' user_error (Quantum ESPRESSO
+    prints 'c_bands:  2 eigenvalues not converged' on an SCF step and still ends with 'JOB DONE.')."""
+    if not any(e.pattern == _NUMERICAL_WORDS for e in evidence):
+        return None
+    return _said_it_finished(status, evidence, lines)
+
+
 #: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
-_FINISHED = "generic.program_finished_words"
+_FINISHED = LAST_KEPT  # the same patterns: the scanner keeps their last line for this rule
+#: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
+_NUMERICAL_WORDS = "generic.numerical_failure_words"
 _FINISHED_LINES = 3
 #: Words that take a finished line back: a failure beside it, an exit status other than 0, or a phrase that puts
 #: the finish in a condition or in the past of something else.
 _NOT_FINISHED = re.compile(r"(?i)\b(?:but|before|until|not|never|unless|if|whether|fail\w*|error\w*|abort\w*|"
-                           r"warning|wait\w*)\b|(?:exit|return) ?(?:code|status|value)\D{0,8}[1-9]")
+                           r"warning|wait\w*)\b|(?:exit|return) ?(?:code|status|value)\D{0,8}[1-9]|"
+                           r"(?:exit|return) ?(?:code|status|value) (?:of |is |was )?(?:None|null|unknown)\b")
 
 
 def _from_status(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _Decision:

@@ -30,6 +30,14 @@ def text_key(text: bytes) -> bytes:
     return text.translate(None, _DIGITS)[:KEY_CHARS]
 
 
+#: Patterns whose last line matters, not only their first: a repeat is recorded (Evidence.last_line) and the scanner
+#: does not merely count it. A program's word that it finished is read only near the log's end
+#: (classify._said_it_finished), and each rank of a job prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's
+#: 'Normal termination' after each of its steps).
+LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
+                       "espresso.job_done"})
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """A matched line: where, which pattern, what it says, which host it names."""
@@ -45,6 +53,9 @@ class Evidence:
     count: int = 1
     #: What the line says about the host it names (the pattern's ``host_means``).
     host_means: HostMeaning = HostMeaning.MENTION
+    #: The line of the last repeat, where the scanner keeps it (a pattern whose last line matters, LAST_KEPT:
+    #: a program's word that it finished, which each rank of a job prints); None when only one line matched.
+    last_line: int | None = None
 
     @property
     def host_invalid(self) -> bool:
@@ -90,6 +101,8 @@ class Records:
     at_line: dict[tuple[str, int], list[Key]] = field(default_factory=dict)
     #: The text keys kept for each root pattern naming no host, first first.
     texts: dict[str, list[Key]] = field(default_factory=dict)
+    #: The line of the last repeat of each key of a :data:`LAST_KEPT` pattern recorded again through :meth:`add`.
+    last: dict[Key, int] = field(default_factory=dict)
 
     def key(self, pattern: str, role: Role, name: str | None, text: str | bytes) -> Key:
         """The key a line of ``pattern`` naming ``name`` (a host, its text, or None) with ``text`` (as shown; the
@@ -109,6 +122,8 @@ class Records:
             key = next((k for k in self.at_line.get((ev.pattern, ev.line), ()) if isinstance(k[1], bytes)), key)
         if key in self.first:
             self.counts[key] += 1
+            if ev.pattern in LAST_KEPT:
+                self.last[key] = ev.line
         elif len(self.first) < MAX_RECORDS:
             self.first[key] = ev
             self.counts[key] = 1
@@ -145,5 +160,5 @@ class Records:
                     kept.remove(key)
 
     def result(self) -> tuple[Evidence, ...]:
-        out = [replace(ev, count=self.counts[key]) for key, ev in self.first.items()]
+        out = [replace(ev, count=self.counts[key], last_line=self.last.get(key)) for key, ev in self.first.items()]
         return tuple(sorted(out, key=lambda e: e.line))

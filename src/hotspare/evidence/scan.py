@@ -43,7 +43,7 @@ from hotspare.evidence.naming import (
     takes_prefix,
 )
 from hotspare.evidence.patterns import LAST_RESORT, Pattern, PatternSet, Role, build_set, load_patterns
-from hotspare.evidence.records import Evidence, Progress, Records, ScanResult
+from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, Records, ScanResult
 from hotspare.hosts import Host
 
 #: Narrowest terminal width accepted for rejoining wrapped lines.
@@ -332,11 +332,13 @@ class Scanner:
 
     def _plain(self, index: int) -> bool:
         """Whether event pattern ``index`` records a line on its own (no ``after``, no ``host_from``, and no
-        other pattern takes its host): then a repeat of a record already kept changes nothing but a count."""
+        other pattern takes its host) and only its first line matters (not in :data:`LAST_KEPT`): then a repeat of
+        a record already kept changes nothing but a count."""
         plain = self._plains.get(index)
         if plain is None:
             pattern = self.patterns.event_patterns[index]
-            plain = self._plains[index] = not (pattern.after or pattern.host_from or pattern.qualname in self._sources)
+            plain = self._plains[index] = not (pattern.after or pattern.host_from or pattern.qualname in self._sources
+                                               or pattern.qualname in LAST_KEPT)
         return plain
 
     def _add(self, evidence: list[Evidence], pattern: Pattern, found: list[Evidence] | None) -> None:
