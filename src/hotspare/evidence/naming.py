@@ -137,6 +137,7 @@ _IN_URL = re.compile(rb"(?:https?|ftp)://$")
 # Text written where a host name would be, standing for one: documentation, redacted pastes, defaults.
 _PLACEHOLDER = re.compile(
     r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
+    r"|(?:host|node)name[0-9]{1,2}"  # "hostname2", "nodename1": a document's numbered stand-ins for its hosts
     r"|machine(?:name)?"  # a bare "machine" as a prompt's or a label's host ("user@machine:~$") is a stand-in too
     r"|xyz"  # "user@XYZ:/tpch$": the stock stand-in for a name the poster kept back
     r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+"
