@@ -2165,3 +2165,18 @@ def test_a_solvers_unconverged_words_before_the_programs_finished_line_are_a_war
     assert after.failure_class is FailureClass.USER_ERROR, after.reason
     alone = verdict("     c_bands:  2 eigenvalues not converged\n     total energy = -5049.52 Ry\n", patterns)
     assert alone.failure_class is FailureClass.USER_ERROR, alone.reason
+
+
+def test_a_flux_eventlogs_complete_status_zero_is_a_summary_that_yields_to_a_line_that_says_why(
+        patterns: PatternSet) -> None:
+    """Flux's exec eventlog dumped as JSON ends a job that exited 0 with '"name":"complete","context":{"status":0}'
+    (job-exec's jobinfo_complete): a success alone, but a log may dump many jobs' eventlogs, so a line that says
+    why another job failed decides first (heldout266)."""
+    done = ('{"timestamp":1745004995.5149474,"name":"shell.task-exit","context":{"localid":49,"rank":49,'
+            '"state":"Exited","pid":63448,"wait_status":0,"signaled":0,"exitcode":0}}\n'
+            '{"timestamp":1745004995.6357906,"name":"complete","context":{"status":0}}\n'
+            '{"timestamp":1745004995.6358213,"name":"done"}\n')
+    assert verdict(done, patterns).failure_class is FailureClass.SUCCESS
+    failed = verdict("0.5s: flux-shell[0]: FATAL: task 0 (host n1): start failed: a.out: No such file or directory\n"
+                     "flux-job: task(s) exited with exit code 127\n" + done, patterns)
+    assert failed.failure_class is FailureClass.USER_ERROR
