@@ -168,3 +168,11 @@ def test_a_fragment_of_a_rejoined_line_is_not_a_second_host(patterns: PatternSet
     cut = line.index("b0n0") + 1
     got = verdict("starting\n" + line[:cut] + "\n" + line[cut:] + "\n", patterns, rc=1)
     assert got.blamed_hosts == (Host("x1921c7s1b0n0"),), got.reason
+
+
+@pytest.mark.parametrize("listed", ["['n1', 'n2']", '["n1", "n2"]', "[n1,n2]"])
+def test_a_host_list_printed_as_a_python_or_json_list_names_each_host(listed: str, patterns: PatternSet) -> None:
+    """OAR logs the nodes it suspects as Python's str() of a list ('nodes: ['n1', 'n2']'); JSON quotes them alike:
+    the quotes and the ', ' between names are the list's, not part of a host's name."""
+    got = verdict(f"[bipbip] OAR suspects nodes, job: 42, nodes: {listed}\n", patterns)
+    assert sorted(h.name for h in got.blamed_hosts) == ["n1", "n2"], got.reason
