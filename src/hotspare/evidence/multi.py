@@ -646,19 +646,30 @@ def _note_end(index: int, start: int, end: int, flags: int, sink: list[int]) -> 
 
 
 class _Lines:
-    """Candidate lines of one block being gathered: start -> (end, patterns, or None for every pattern)."""
+    """Candidate lines of one block being gathered: start -> (start, end, patterns, or None for every pattern).
+
+    Kept small, for a dense block (a teardown: a flagged line in every one) holds some ten thousand of them and
+    three blocks are in flight: each entry is the candidate itself, and a line flagged by two forms shares the
+    union of their patterns with every other line so flagged (one frozenset a pair, not one a line)."""
 
     def __init__(self, text: bytes) -> None:
         self._text = text
-        self._found: dict[int, tuple[int, frozenset[int] | None]] = {}
+        self._found: dict[int, Candidate] = {}
+        self._unions: dict[tuple[frozenset[int], frozenset[int]], frozenset[int]] = {}
+
+    def _union(self, have: frozenset[int], patterns: frozenset[int]) -> frozenset[int]:
+        union = self._unions.get((have, patterns))
+        if union is None:
+            union = self._unions[have, patterns] = have | patterns
+        return union
 
     def add(self, start: int, end: int, patterns: frozenset[int] | None) -> None:
         have = self._found.get(start)
         if have is None:
-            self._found[start] = (end, patterns)
-        elif have[1] is not None and have[1] != patterns:
+            self._found[start] = (start, end, patterns)
+        elif have[2] is not None and have[2] != patterns:
             # The line is checked against each pattern that flagged it (None, from an OSC line, stays).
-            self._found[start] = (end, None if patterns is None else have[1] | patterns)
+            self._found[start] = (start, end, None if patterns is None else self._union(have[2], patterns))
 
     def add_all(self, at: int) -> None:
         """The line holding offset ``at``, to be checked against every pattern."""
@@ -681,12 +692,13 @@ class _Lines:
                 last = len(text)
             have = found.get(first)
             if have is None:
-                found[first] = (last, patterns)
-            elif have[1] is not None and have[1] != patterns:
-                found[first] = (last, have[1] | patterns)  # as in add()
+                found[first] = (first, last, patterns)
+            elif have[2] is not None and have[2] != patterns:
+                found[first] = (first, last, self._union(have[2], patterns))  # as in add()
 
     def result(self) -> list[Candidate]:
-        return [(start, end, ids) for start, (end, ids) in sorted(self._found.items())]
+        found = self._found
+        return [found[start] for start in sorted(found)]
 
 
 _FINDERS: weakref.WeakKeyDictionary[PatternSet, dict[str, LineFinder]] = weakref.WeakKeyDictionary()
