@@ -2180,3 +2180,24 @@ def test_a_flux_eventlogs_complete_status_zero_is_a_summary_that_yields_to_a_lin
     failed = verdict("0.5s: flux-shell[0]: FATAL: task 0 (host n1): start failed: a.out: No such file or directory\n"
                      "flux-job: task(s) exited with exit code 127\n" + done, patterns)
     assert failed.failure_class is FailureClass.USER_ERROR
+
+
+def test_a_batch_systems_exit_status_zero_is_a_summary_unless_a_line_reports_a_non_zero_exit(
+        patterns: PatternSet) -> None:
+    """OpenPBS's 'Exit_status=0' (qstat -f, the end mail), a site epilogue's 'Exit Status: 0' and Grid Engine's
+    completion mail say the job's script exited 0: a success alone (heldout13, heldout156, heldout173); a line
+    that says why decides first, and one that reports a non-zero exit in words ('rc=143') says the script was a
+    wrapper that caught its program's failure (pbs_heldout50), so nothing is said to have succeeded."""
+    report = ("Job Id: 1663177[40].pbsserver for user u in queue small\n"
+              "Exit Status: 0\n"
+              "Walltime requested:   16:00:00 :      Walltime used:   02:19:05\n")
+    assert verdict(report, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict("    Exit_status = 0\n", patterns).failure_class is FailureClass.SUCCESS
+    wrapped = verdict("[auto-retry] FAILOVER STOP: exhausted (no spare nodes left, rc=143)\n"
+                      "Execution finished with 143.\njob_state = F\nExit_status = 0\n", patterns)
+    assert wrapped.failure_class is FailureClass.UNKNOWN
+    why = verdict("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"
+                  "KeyError: 'lr'\n" + report, patterns)
+    assert why.failure_class is FailureClass.USER_ERROR
+    assert verdict("   Exit Status:        271 (Linux Signal 15 SIGTERM Termination)\n",
+                   patterns).failure_class is not FailureClass.SUCCESS

@@ -588,6 +588,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
         if ev.pattern in LAST_RESORT:
             continue  # read only when nothing else decides (_last_resort)
+        if ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence):
+            continue  # the batch system's exit 0 beside a line that reports a non-zero exit: a wrapper caught it
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
@@ -763,6 +765,10 @@ _QUOTED_CAUSE_LINES = 4
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
 # program reports it.
+#: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words ('rc=143'):
+#: beside the second, the first is a wrapper script's exit, which caught its program's failure.
+_EXIT_ZERO, _NONZERO_EXIT = "generic.job_exit_status_zero", "generic.nonzero_exit_reported"
+
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "kubernetes.container_exit_code_137",
@@ -775,7 +781,7 @@ _STATUS_ONLY = frozenset({
     "kubernetes.kfp_launcher_condition_succeeded",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
-    "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
+    "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero", "generic.job_exit_status_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
