@@ -775,6 +775,7 @@ _STATUS_ONLY = frozenset({
     "kubernetes.kfp_launcher_condition_succeeded",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
+    "spark.yarn_application_final_status_succeeded",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
