@@ -781,7 +781,8 @@ _STATUS_ONLY = frozenset({
     "kubernetes.kfp_launcher_condition_succeeded",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
-    "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero", "generic.job_exit_status_zero",
+    "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
+    "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
