@@ -567,6 +567,12 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
     return tuple(Blame(h, reason, tuple(evs)) for h, evs in by_host.items())
 
 
+def _wrapper_exit_zero(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is the batch system's report that the job's script exited 0 beside a line that reports a
+    non-zero exit in words ('rc=143'): the script was a wrapper that caught its program's failure."""
+    return ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence)
+
+
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
     teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence, late_crashes=False)}
@@ -586,10 +592,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if _passed_over(ev, evidence):
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
-        if ev.pattern in LAST_RESORT:
-            continue  # read only when nothing else decides (_last_resort)
-        if ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence):
-            continue  # the batch system's exit 0 beside a line that reports a non-zero exit: a wrapper caught it
+        if ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence):
+            continue  # read only when nothing else decides (_last_resort); a wrapper's exit 0
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
