@@ -1484,7 +1484,13 @@ def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evi
 #: Launcher lines that name the host of the process whose end brought the job down, without saying why it ended
 #: (Open MPI: 'mpirun has exited due to process rank 0 with PID 12205 on node H exiting improperly'; Flux's
 #: exit-timeout / exit-on-error plugin: 'lmp: rank 322 on host H exited and exit-timeout=30s has expired').
-_ENDED_FIRST_LINES = frozenset({"openmpi.exited_improperly_node", "flux.task_exit_first"})
+#: Hydra's BAD TERMINATION banner ('PID N RUNNING AT host', then the EXIT CODE) names the host of the process
+#: whose bad end made mpiexec clean up (pmodels/mpich src/pm/hydra/mpiexec/mpiexec.c, the banner printed for the
+#: first process that terminated badly; Intel MPI's i_hydra prints it the same way). When its EXIT CODE is 9 the
+#: process named was SIGKILLed, as the clean-up kills the rest, so it says nothing of where a crash was.
+_ENDED_FIRST_LINES = frozenset({"openmpi.exited_improperly_node", "flux.task_exit_first", "hydra.running_at"})
+_BANNER_KILLED = "hydra.bad_termination_signal_9"
+_BANNER_LINES = 3
 
 
 def _ended_first(usable: tuple[Evidence, ...]) -> list[Evidence]:
@@ -1492,7 +1498,9 @@ def _ended_first(usable: tuple[Evidence, ...]) -> list[Evidence]:
     Bus error'): the host the launcher names as where the first process ended, when it names one host only and the
     log names no other (as anything but a suspect). The launcher's line alone says only that a process ended (it
     also follows a lost daemon, so it is a lead there); beside a crash with no host it says where that crash was."""
-    ended = [e for e in usable if e.pattern in _ENDED_FIRST_LINES and e.host is not None]
+    killed = [e.line for e in usable if e.pattern == _BANNER_KILLED]
+    ended = [e for e in usable if e.pattern in _ENDED_FIRST_LINES and e.host is not None
+             and not (e.pattern == "hydra.running_at" and any(0 < k - e.line <= _BANNER_LINES for k in killed))]
     hosts = {e.host for e in ended}
     if len(hosts) != 1:
         return []
