@@ -787,6 +787,7 @@ _STATUS_ONLY = frozenset({
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
+    "flux.broker_rc2_success",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
