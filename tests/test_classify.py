@@ -2186,7 +2186,7 @@ def test_a_batch_systems_exit_status_zero_is_a_summary_unless_a_line_reports_a_n
         patterns: PatternSet) -> None:
     """OpenPBS's 'Exit_status=0' (qstat -f, the end mail), a site epilogue's 'Exit Status: 0' and Grid Engine's
     completion mail say the job's script exited 0: a success alone (heldout13, heldout156, heldout173); a line
-    that says why decides first, and one that reports a non-zero exit in words ('rc=143') says the script was a
+    that says why decides first, and one that reports a non-zero exit in words ('finished with 143') says the script was a
     wrapper that caught its program's failure (pbs_heldout50), so nothing is said to have succeeded."""
     report = ("Job Id: 1663177[40].pbsserver for user u in queue small\n"
               "Exit Status: 0\n"

@@ -569,7 +569,7 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 def _wrapper_exit_zero(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev`` is the batch system's report that the job's script exited 0 beside a line that reports a
-    non-zero exit in words ('rc=143'): the script was a wrapper that caught its program's failure."""
+    non-zero exit in words ('finished with 143'): the script was a wrapper that caught its program's failure."""
     return ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence)
 
 
@@ -769,7 +769,7 @@ _QUOTED_CAUSE_LINES = 4
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
 # program reports it.
-#: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words ('rc=143'):
+#: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words ('finished with 143'):
 #: beside the second, the first is a wrapper script's exit, which caught its program's failure.
 _EXIT_ZERO, _NONZERO_EXIT = "generic.job_exit_status_zero", "generic.nonzero_exit_reported"
 
