@@ -769,8 +769,8 @@ _QUOTED_CAUSE_LINES = 4
 # error or a Ctrl-C, only a crash before it); alone, they decide. A line that says the job died (a
 # failed launch on a named node) is not explained away by a 127 after it, as the launcher that failed to start the
 # program reports it.
-#: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words ('finished with 143'):
-#: beside the second, the first is a wrapper script's exit, which caught its program's failure.
+#: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words
+#: ('finished with 143'): beside the second, the first is a wrapper script's exit, which caught its program's failure.
 _EXIT_ZERO, _NONZERO_EXIT = "generic.job_exit_status_zero", "generic.nonzero_exit_reported"
 
 _STATUS_ONLY = frozenset({
