@@ -1280,12 +1280,14 @@ def _signal_death(
     ranked = _RANK_PREFIX.match(first.text) is not None
     tied = _rank_exit_host(first, usable) if not hosted and ranked else []
     ended = _ended_first(usable) if not hosted and not ranked else []
-    if not hosted and (ran := tied if ranked else (_only_host(usable, prompt=False) or ended)):
+    coded = _exit_code_host(first, usable) if not hosted and not ranked else []
+    if not hosted and (ran := tied if ranked else (_only_host(usable, prompt=False) or ended or coded)):
         place = ran[0]
         assert place.host is not None
         where = ("where the launcher says that rank ended" if tied
                  else "where the launcher says the first process ended" if ran is ended
-                 else "the one host the log names")
+                 else "where the launcher says the first process ended with the runtime's own error number"
+                 if ran is coded else "the one host the log names")
         return _Decision(FailureClass.RANK_KILLED, _blames(ran, QuarantineReason.SCRAPED),
                          f"a rank died of its own signal first ({first.pattern} at line {first.line}: "
                          f"{first.text[:120]}) on {place.host.name}, {where} ({place.pattern} at "
@@ -1517,6 +1519,25 @@ def _ended_first(usable: tuple[Evidence, ...]) -> list[Evidence]:
         return []
     others = {e.host for e in usable if e.host is not None and e.host_means is not HostMeaning.SUSPECT}
     return ended[:1] if others <= hosts else []
+
+
+#: Intel Fortran's runtime ends the process with the number of its error as the exit status ('forrtl: severe (174):
+#: SIGSEGV' exits 174; the same number in srun's 'srun: error: H: task 97: Exited with exit code 174').
+_FORRTL_CODE = re.compile(r"^forrtl: (?:severe|error) \(([0-9]+)\):")
+
+
+def _exit_code_host(first: Evidence, usable: tuple[Evidence, ...]) -> list[Evidence]:
+    """Where an Intel Fortran crash whose line names no host happened, when the log names several: the host of the
+    first rank the launcher reports ending after it, when that report's exit code is the runtime's own error number
+    ('forrtl: severe (174): SIGSEGV, ...' then 'srun: error: H: task 97: Exited with exit code 174'). A first report
+    with any other code (or a signal) says nothing of the crash, and no host is named."""
+    code = _FORRTL_CODE.match(first.text)
+    if code is None:
+        return []
+    ends = [e for e in usable if e.pattern in _RANK_EXIT_LINES and e.line > first.line]
+    if not ends or ends[0].host is None:
+        return []
+    return ends[:1] if re.search(rf"\bexit(?:ed with)? code {code.group(1)}\b", ends[0].text) else []
 
 
 def _one_host_named(usable: tuple[Evidence, ...]) -> list[Evidence]:
