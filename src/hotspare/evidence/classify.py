@@ -770,7 +770,8 @@ _QUOTED_CAUSE_LINES = 4
 # one task's own word that it completed (submitit's: its siblings may have failed; Snakemake's 'N of N steps (100%)
 # done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'; a Kubeflow
 # Pipelines launcher's 'has reached the expected condition: Succeeded', the custom resource's summary; an
-# HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many), and a stop
+# HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many; srun -v's 'NODE: tasks
+# 0-31: Completed', one node's tasks among the step's), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
 # siblings of a job that failed; Ray Tune's 'Stop signal received', whose handler also takes a site's SIGUSR1 before
 # a time limit), and a client's word that the job it waited for is gone without a result (future.batchtools'
@@ -798,7 +799,7 @@ _STATUS_ONLY = frozenset({
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
-    "flux.broker_rc2_success",
+    "flux.broker_rc2_success", "slurm.srun_tasks_completed",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
