@@ -2201,3 +2201,48 @@ def test_a_batch_systems_exit_status_zero_is_a_summary_unless_a_line_reports_a_n
     assert why.failure_class is FailureClass.USER_ERROR
     assert verdict("   Exit Status:        271 (Linux Signal 15 SIGTERM Termination)\n",
                    patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_hydras_banner_host_places_a_crash_that_names_none_unless_it_was_killed_in_the_clean_up(
+        patterns: PatternSet) -> None:
+    """Hydra's BAD TERMINATION banner names the host of the first process that ended badly: a crash line with no
+    host is placed there when the log names no other (heldout273); when the banner's EXIT CODE is 9 the process was
+    killed by the clean-up, which says nothing of where the crash was, and nobody is blamed."""
+    def log(code: int) -> str:
+        return ("forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+                "===================================================================================\n"
+                "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                "=   PID 4242 RUNNING AT calcvm\n"
+                f"=   EXIT CODE: {code}\n"
+                "=   CLEANING UP REMAINING PROCESSES\n")
+    crash = verdict(log(174), patterns)
+    assert crash.failure_class is FailureClass.RANK_KILLED
+    assert crash.blamed_hosts == (Host("calcvm"),)
+    killed = verdict(log(9), patterns)
+    assert killed.blamed_hosts == ()
+
+
+def test_an_intel_fortran_crash_is_placed_by_the_first_task_exit_carrying_its_error_number(
+        patterns: PatternSet) -> None:
+    """Intel Fortran's runtime exits with its error's number ('forrtl: severe (174)' exits 174): in a multi-node
+    srun log, a crash line naming no host is placed on the host srun reports first ending with that code
+    (heldout275); a first report with another code says nothing of the crash, and nobody is blamed."""
+    def log(first: int) -> str:
+        return ("forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+                f"srun: error: nid00626: task 97: Exited with exit code {first}\n"
+                "srun: error: nid00627: task 120: Exited with exit code 174\n")
+    placed = verdict(log(174), patterns)
+    assert placed.failure_class is FailureClass.RANK_KILLED
+    assert placed.blamed_hosts == (Host("nid00626"),)
+    assert verdict(log(1), patterns).blamed_hosts == ()
+
+
+def test_a_full_disk_met_by_the_gpu_core_dump_writer_is_not_the_jobs_storage_fault(patterns: PatternSet) -> None:
+    """After a GPU fault ROCr dumps the GPU's state and, when posix_fallocate refuses the space, prints 'Failed to
+    allocate file: No space left on device' (heldout280): that ENOSPC lost only the dump, so the run is not a
+    storage fault; the same ENOSPC on the program's own write is."""
+    dump = verdict("Memory access fault by GPU node-4 (Agent handle: 0x55d) on address 0x7f. Reason: Unknown.\n"
+                   "Failed to allocate file: No space left on device\nGPU core dump failed\n", patterns)
+    assert dump.failure_class is not FailureClass.TRANSIENT_IO
+    write = verdict("OSError: [Errno 28] No space left on device: '/scratch/ckpt/step_100.pt'\n", patterns)
+    assert write.failure_class is FailureClass.TRANSIENT_IO
