@@ -61,6 +61,29 @@ def test_ansi_escapes_inside_tokens_are_stripped(patterns: PatternSet) -> None:
     assert _hits(result, "slurm.srun_tasks_terminated") == [(3, "n3")]
 
 
+def test_colour_codes_a_paste_kept_without_their_escape_are_read_through(patterns: PatternSet) -> None:
+    """A notebook's committed output or an issue form keeps '[0;31m' with its ESC byte gone, a pager shows '^[[36m',
+    syslog '#033[0m': a pasted log is read as the terminal showed it, while bracketed text that is no colour code
+    ('[mpiexec@h1]', '[16m]') and a log too big to be a paste are read as they are."""
+    pasted = (
+        b"[0;31mKeyboardInterrupt[0m: \n"
+        b"^[[1;31msrun: error: Node failure on n2^[[0m\n"
+        b"#033[2msrun: error: n3: task 2: Terminated#033[0m\n"
+    )
+    result = scan(pasted, patterns)
+    assert _hits(result, "python.keyboard_interrupt") == [(1, None)]
+    assert _hits(result, "slurm.srun_node_failure") == [(2, "n2")]
+    assert _hits(result, "slurm.srun_tasks_terminated") == [(3, "n3")]
+    assert classify(result.evidence).failure_class.value == "node_loss"
+    # no reset, no colour: the same line is not read through a bracket that only looks like one
+    assert _hits(scan(b"[31mKeyboardInterrupt\n", patterns), "python.keyboard_interrupt") == []
+    assert scan_module._drop_residue(b"[0m [mpiexec@h1] took [16m] [m [1;31mx") == b" [mpiexec@h1] took [16m]  x"
+    assert scan_module._drop_residue(b"\x1b[0m kept for the escape stripper") == b"\x1b[0m kept for the escape stripper"
+    # a big log is a program's own output: its text is not rewritten
+    big = b"x" * (scan_module.PASTE_BYTES + 1) + b"\n" + b"[0;31mKeyboardInterrupt[0m: \n"
+    assert _hits(scan(big, patterns), "python.keyboard_interrupt") == []
+
+
 def test_invalid_utf8_and_nuls_do_not_break_matching(patterns: PatternSet) -> None:
     """Invalid UTF-8 and NUL bytes are survived and do not hide a root line."""
     data = b"\xff\xfe\xc3(garbage\x00\x00\n" + b"srun: error: Node fail\x00ure on n2\n" + b"\x80" * 100 + b"\n"

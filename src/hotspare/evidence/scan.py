@@ -535,7 +535,24 @@ def _as_printed(raw: bytes, *, whole: bool, strip: bool) -> bytes:
     raw = raw.replace(b"\x00", b"") if b"\x00" in raw else raw
     raw = _json_messages(raw, whole=whole)
     raw = _clean(raw) if strip else raw
+    raw = _drop_residue(raw) if whole else raw
     return _unescape_html(_plain_quotes(_plain_spaces(raw)))
+
+
+#: Colour codes a copy kept without their ESC byte (a web page, an issue form or a notebook's committed output drops
+#: it: "[0;31mKeyboardInterrupt[0m: ") or showed in caret notation, as a pager or ``cat -v`` does ("^[[36m"). Bare
+#: residue is taken for a colour only as SGR ("[...m": other CSI finals are too like ordinary bracketed text) and
+#: only in a paste that also holds a reset ("[0m", "[m", "[39m"), which every coloured span ends with; the caret
+#: form is unambiguous, so every CSI sequence in it goes, as in syslog's octal form ("#033[0m", rsyslog's escape of
+#: a control character). Only a paste is read so: a program writing a log keeps its ESC bytes.
+_RESIDUE = re.compile(rb"(?:\^\[|#033)\[[0-?]*[ -/]*[@-~]|(?<!\x1b)\[(?:[0-9]{1,3}(?:;[0-9]{1,3})*m(?!\])|m(?![\w\]]))")
+_RESETS = (b"[0m", b"[m", b"[39m", b"^[[", b"#033[")
+
+
+def _drop_residue(raw: bytes) -> bytes:
+    if any(reset in raw for reset in _RESETS):
+        return _RESIDUE.sub(b"", raw)
+    return raw
 
 
 #: Curly quotes (U+2018, U+2019, U+201C, U+201D, in UTF-8) and the ASCII quote each stands for: a program printed
