@@ -723,16 +723,17 @@ def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
 
 
 # A program's own stop words carry whatever message the program passed them ('FATAL ERROR: %s', LAMMPS's 'ERROR on
-# proc N: %s (file.cpp:N)', MPAS's 'CRITICAL ERROR: %s', CESM's shr_abort 'ERROR: %s'): the words say the program
-# stopped itself, the message says why. A message that reports the machine failing under it (NAMD's 'FATAL ERROR:
-# CUDA error ... on Pe 3 (nid00012 device 0): an illegal memory access was encountered', GROMACS's 'Fatal error:
-# cudaStreamSynchronize failed ...: unspecified launch failure', 'CRITICAL ERROR: Connection timed out while
-# reading ...') is no mistake of the user's: the program only relayed what it was told, so the stop words do not
-# decide (another line, or the status, does: a lone relay reads unknown and is retried). Header-style stops print
-# the message on the lines below (GROMACS's 'Program: gmx mdrun, version ...' block, OpenFOAM's '--> FOAM FATAL
-# ERROR', WRF's 'FATAL CALLED FROM FILE', CP2K's '[ABORT]' box): a GPU kernel's fault among them counts the same.
+# proc N: %s (file.cpp:N)', MPAS's 'CRITICAL ERROR: %s', CESM's shr_abort 'ERROR: %s', LBANN's 'LBANN error on rank N
+# (file:line): %s'): the words say the program stopped itself, the message says why. A message that reports the
+# machine failing under it (NAMD's 'FATAL ERROR: CUDA error ... on Pe 3 (nid00012 device 0): an illegal memory access
+# was encountered', GROMACS's 'Fatal error: cudaStreamSynchronize failed ...: unspecified launch failure', 'CRITICAL
+# ERROR: Connection timed out while reading ...') is no mistake of the user's: the program only relayed what it was
+# told, so the stop words do not decide (another line, or the status, does: a lone relay reads unknown and is
+# retried). Header-style stops print the message on the lines below (GROMACS's 'Program: gmx mdrun, version ...'
+# block, OpenFOAM's '--> FOAM FATAL ERROR', WRF's 'FATAL CALLED FROM FILE', CP2K's '[ABORT]' box): a GPU kernel's
+# fault among them counts the same.
 _STOP_WORDS = frozenset({"generic.program_fatal_words", "namd.fatal_error", "mpas.critical_error",
-                         "lammps.error_one_all", "cesm.shr_abort_error"})
+                         "lammps.error_one_all", "cesm.shr_abort_error", "lbann.lbann_error"})
 _STOP_HEADERS = frozenset({"gromacs.fatal_error_header", "openfoam.fatal_error", "wrf.fatal_called_from_file",
                            "cp2k.abort_box"})
 _STOP_HEADER_LINES = 8  # GROMACS: Program, Source file, Function, MPI rank, a blank, 'Fatal error:', the message
