@@ -2246,3 +2246,15 @@ def test_a_full_disk_met_by_the_gpu_core_dump_writer_is_not_the_jobs_storage_fau
     assert dump.failure_class is not FailureClass.TRANSIENT_IO
     write = verdict("OSError: [Errno 28] No space left on device: '/scratch/ckpt/step_100.pt'\n", patterns)
     assert write.failure_class is FailureClass.TRANSIENT_IO
+
+
+def test_flux_mpi_abort_made_by_mpichs_fatal_handler_yields_to_the_stack(patterns: PatternSet) -> None:
+    """Flux's 'MPI_Abort: ...' exception beside MPICH's fatal-error header is the library's abort: the error stack's
+    own line decides (an OFI poll that failed is the network); without the header it is the program's own stop."""
+    abort = "100.332s: job.exception type=exec severity=0 MPI_Abort: aborted\n"
+    header = ("Abort(337818511) on node 141 (rank 141 in comm 0): Fatal error in PMPI_Wait: Unknown error class, "
+              "error stack:\n")
+    ofi = ("MPIDI_OFI_handle_cq_error(1133): OFI poll failed (ofi_events.c:1133:MPIDI_OFI_handle_cq_error:"
+           "Transport endpoint is not connected)\n")
+    assert verdict(abort + header + ofi, patterns).failure_class is FailureClass.NETWORK
+    assert verdict(abort + ofi, patterns).failure_class is FailureClass.USER_ERROR

@@ -609,7 +609,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
                 or _killed_says_more(ev, evidence)
                 or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)
-                or _r_error_relays_fault(ev, evidence)):
+                or _r_error_relays_fault(ev, evidence) or _library_fatal_abort(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -1109,6 +1109,25 @@ def _halted_without_error(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     return (ev.pattern == "rlang.execution_halted" and ev.text.strip() == "Execution halted"
             and not any(e.line < ev.line for e in evidence)
             and any(e.pattern == _R_LOST_WORKER and e.line > ev.line for e in evidence))
+
+
+#: Flux's job shell raises 'MPI_Abort: <msg>' for any PMI_Abort a task makes (flux-core src/shell/pmi/pmi.c,
+#: shell_pmi_abort). MPICH's default error handler ends a rank through the same call after printing its error
+#: stack's header ('Abort(N) on node R (rank R in comm C): Fatal error in PMPI_Wait: ...', 'Fatal error in ...':
+#: src/mpi/errhan/errutil.c, MPIR_Handle_fatal_error, then MPID_Abort): with that header beside the shell's line, the
+#: abort is the library's report of a failed call, not the program's choice, and the stack's own lines decide (an
+#: OFI poll that failed: the network), as the README's user_error rule asks. The shell's exception and the rank's
+#: stderr reach the log by different paths, so the header may stand on either side.
+_SHELL_PMI_ABORT = "flux.shell_pmi_abort"
+_MPICH_FATAL_HEADERS = frozenset({"hydra.mpi_abort", "hydra.fatal_error_in"})
+_FATAL_HEADER_LINES = 5
+
+
+def _library_fatal_abort(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is Flux's MPI_Abort exception for an abort MPICH's fatal error handler made (its error
+    stack's header within _FATAL_HEADER_LINES of it): the library's report of a failed call, not the program's."""
+    return ev.pattern == _SHELL_PMI_ABORT and any(
+        e.pattern in _MPICH_FATAL_HEADERS and abs(e.line - ev.line) <= _FATAL_HEADER_LINES for e in evidence)
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
