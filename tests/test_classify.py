@@ -2258,3 +2258,17 @@ def test_flux_mpi_abort_made_by_mpichs_fatal_handler_yields_to_the_stack(pattern
            "Transport endpoint is not connected)\n")
     assert verdict(abort + header + ofi, patterns).failure_class is FailureClass.NETWORK
     assert verdict(abort + ofi, patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_a_workflow_engines_restated_context_gone_exception_is_not_the_programs_own_stop(
+        patterns: PatternSet) -> None:
+    """Nextflow's debug log restates a task's exception as '  error [<class>]: <message>' (TaskProcessor.resumeOrDie);
+    its singularity cache throws IllegalStateException for a failed pull (heldout300). Such a context-gone type is
+    not read by the last resort; a type of the program's own still is."""
+    def log(kind: str) -> str:
+        return ("Jul-14 14:03:15.797 [Actor Thread 11] DEBUG nextflow.processor.TaskProcessor - Handling unexpected "
+                "condition for\n  task: name=QUANT (2); work-dir=null\n"
+                f"  error [{kind}]: {kind}: Failed to pull singularity image\n")
+    assert verdict(log("java.lang.IllegalStateException"), patterns).failure_class is FailureClass.UNKNOWN
+    assert verdict(log("nextflow.exception.ProcessUnrecoverableException"),
+                   patterns).failure_class is FailureClass.USER_ERROR

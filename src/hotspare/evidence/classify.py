@@ -1639,7 +1639,8 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
     ev = next((e for e in evidence if (e.pattern in LAST_RESORT or (tracebacks and _uncaught(e, evidence, progress)))
                and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)
-               and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))), None)
+               and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))
+               and not (e.pattern == "generic.error_severity_line" and _JAVA_RESTATED_GONE.search(e.text))), None)
     if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1))):
         return None
     return ev
@@ -1655,6 +1656,16 @@ _HOST_TAG = re.compile(r"^[ \t]*\[?[A-Za-z][A-Za-z0-9_.-]*[0-9][A-Za-z0-9_.-]*(?
 #: interrupt, or another task's failure it wraps: not the program's own mistake (generic.java_main_uncaught).
 _JAVA_CONTEXT_GONE = re.compile(r'" (?:java\.(?:io|net|nio|rmi)\.|\S*(?:IllegalState|Interrupted|Timeout|Execution|'
                                 r'Remote|Rpc|Closed|Socket|Connect|IO)[A-Za-z]*(?:Exception|Error)\b)')
+
+#: The same types when a JVM workflow engine restates the exception a task raised in its own debug log: Nextflow's
+#: TaskProcessor.resumeOrDie logs 'Handling unexpected condition for', the task, then '  error [<class name>]:
+#: <message>' (nextflow-io/nextflow modules/nextflow/src/main/groovy/nextflow/processor/TaskProcessor.groovy), and
+#: its singularity cache throws IllegalStateException('Failed to pull singularity image ...') for a pull that failed
+#: (container/SingularityCache.groovy). A context-gone type there is a step around the program that failed (an image
+#: pull, a stream), not the program's own mistake, so the last resort does not read it; other types (a
+#: ProcessUnrecoverableException's message) still read as before.
+_JAVA_RESTATED_GONE = re.compile(r'^\s*error \[(?:java\.(?:io|net|nio|rmi)\.\S*|\S*(?:IllegalState|Interrupted|Timeout|'
+                                 r'Execution|Remote|Rpc|Closed|Socket|Connect|IO)[A-Za-z]*(?:Exception|Error))\]: ')
 
 #: A traceback's last line, whatever the exception's type (a context line: it decides nothing by itself).
 _EXCEPTION_LINE = "python.exception_line"
