@@ -2148,6 +2148,20 @@ def test_a_finished_word_every_rank_prints_is_read_at_its_last_line(patterns: Pa
     assert went_on.failure_class is not FailureClass.SUCCESS, went_on.reason
 
 
+def test_a_finished_word_before_the_shells_time_report_is_still_the_programs_last_word(patterns: PatternSet) -> None:
+    """A batch script's 'time srun gmx_mpi mdrun' (heldout293): GROMACS's parting quote, then bash's time report
+    ('\\nreal\\t...\\nuser\\t...\\nsys\\t...'). The report closes the log after the program ended, so the quote
+    is still its last word; lines of the program after it are not."""
+    log = ("Performance:        5.223        4.595\n\n"
+           "GROMACS reminds you: \"The researcher's art is first of all to find himself a good boss.\" (Andre Lwoff)\n"
+           "\n\nreal\t5m42.631s\nuser\t0m0.030s\nsys\t0m0.056s\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.SUCCESS, v.reason
+    went_on = log.replace("\n\nreal", "\nstep 1\nstep 2\nreal")
+    assert verdict(went_on, patterns).failure_class is not FailureClass.SUCCESS
+    assert verdict(log.replace("real\t", "unreal\t"), patterns).failure_class is not FailureClass.SUCCESS
+
+
 def test_a_solvers_unconverged_words_before_the_programs_finished_line_are_a_warning_it_went_on_after(
         patterns: PatternSet) -> None:
     """Quantum ESPRESSO prints 'c_bands:  N eigenvalues not converged' on an SCF step and still ends by its normal

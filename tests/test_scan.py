@@ -501,6 +501,20 @@ def test_a_containers_json_log_reads_as_its_lines() -> None:
     assert scan_module._json_messages(record, whole=True) == record
 
 
+def test_a_json_array_of_output_lines_reads_as_its_lines() -> None:
+    """A job's output kept as a pretty-printed JSON array of its lines (the metrics operator's result files,
+    heldout293): each string line is read as the line it holds, line numbers kept; a log's one quoted line is not
+    taken for such an array."""
+    lines = ["   RANK 0 PID 33 RUNNING AT node017", "=   KILLED BY SIGNAL: 9 (Killed)", "METRICS END"]
+    array = ("{\n  \"data\": [\n" + "".join(f"    {json.dumps(line)},\n" for line in lines) + "  ]\n}\n").encode()
+    got = scan(array, PATTERNS)
+    printed = scan(("{\n  \"data\": [\n" + "".join(f"{line}\n" for line in lines) + "  ]\n}\n").encode(), PATTERNS)
+    assert [(e.pattern, e.line, e.host) for e in got.evidence] == [
+        (e.pattern, e.line, e.host) for e in printed.evidence] != []
+    one = b'echo done\n"=   KILLED BY SIGNAL: 9 (Killed)",\n'
+    assert scan_module._json_messages(one, whole=True) == one
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(EXAMPLES), min_size=1, max_size=8),
        st.lists(st.tuples(st.integers(min_value=0), st.sampled_from([*ESCAPES, b"\r", b"\n", b"\x1b]0;t\x07"])),

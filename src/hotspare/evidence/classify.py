@@ -1813,7 +1813,11 @@ def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...],
     if done is None:
         return None
     end = done.last_line or done.line  # each rank prints its own: the last one is the program's last word
-    if lines - end >= _FINISHED_LINES or _NOT_FINISHED.search(done.text):
+    # The shell's time report closing the log (a batch script's 'time srun prog') came after the program ended:
+    # the program's last word is measured to it, not to the log's end.
+    timed = min((e.line for e in evidence if e.pattern == _TIME_REPORT and e.line > end), default=None)
+    tail = timed - 1 if timed is not None and lines - timed < _FINISHED_LINES else lines
+    if tail - end >= _FINISHED_LINES or _NOT_FINISHED.search(done.text):
         return None
     if any(e.failure_class is not None and (e.line > end or not (
             _passed_over(e, evidence) or e.pattern == _NUMERICAL_WORDS)) for e in evidence):
@@ -1838,6 +1842,9 @@ def _finished_after_numerics(status: ExitStatus | None, evidence: tuple[Evidence
 _FINISHED = LAST_KEPT  # the same patterns: the scanner keeps their last line for this rule
 #: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
 _NUMERICAL_WORDS = "generic.numerical_failure_words"
+#: The shell's 'real/user/sys' report of a timed command (bash's time keyword, time -p): after a finished line, not
+#: more of the log, as a batch script's 'time srun prog' prints it once the program has ended.
+_TIME_REPORT = "generic.shell_time_report"
 _FINISHED_LINES = 3
 #: Words that take a finished line back: a failure beside it, an exit status other than 0, or a phrase that puts
 #: the finish in a condition or in the past of something else.

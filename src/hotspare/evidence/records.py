@@ -35,7 +35,7 @@ def text_key(text: bytes) -> bytes:
 #: (classify._said_it_finished), and each rank of a job prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's
 #: 'Normal termination' after each of its steps).
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
-                       "espresso.job_done", "python.mpi4py_bench_finished",
+                       "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "deepspeed.worker_exits_successfully"})
 
 

@@ -582,10 +582,23 @@ _JSON_HEAD = 4096
 def _json_messages(raw: bytes, *, whole: bool) -> bytes:
     """Each JSON log line of ``raw`` replaced by the message it carries, unescaped, one line for one line: the
     message's own line break goes (the JSON line's is kept), a break inside it becomes a ``\\r``, so line numbers
-    stay the file's. A line that is not such an object is kept as it is."""
-    if b'":' not in (raw if whole else raw[:_JSON_HEAD]):
-        return raw
-    return _JSON_LINE.sub(_json_message, raw)
+    stay the file's. A line that is not such an object is kept as it is. The same of a JSON array of output lines
+    written one string to a line (:data:`_JSON_ARRAY_LINE`)."""
+    head = raw if whole else raw[:_JSON_HEAD]
+    if b'":' in head:
+        raw = _JSON_LINE.sub(_json_message, raw)
+    if b'",\n' in head and len(_JSON_ARRAY_LINE.findall(head, 0, 65536)) >= _JSON_ARRAY_LINES:
+        raw = _JSON_ARRAY_LINE.sub(_json_message, raw)
+    return raw
+
+
+#: A program's output kept as a JSON array of its lines, pretty-printed one string to a line ('"=   KILLED BY
+#: SIGNAL: 9 (Killed)",'): what a tool that collects a job's log into a JSON record writes (the Flux and metrics
+#: operators' result files, Python's json.dump(..., indent=4) of a list of lines) and a notebook's raw source keeps
+#: for a cell's output ("text": [ then '"line\\n",' one a line). The string is the line the program printed. Read
+#: only in a block with several such lines near its head: a log's one quoted line is the program's own quoting.
+_JSON_ARRAY_LINE = re.compile(rb'^[ \t]*"((?:[^"\\\n]|\\[^\n])*)",?[ \t\r]*$', re.MULTILINE)
+_JSON_ARRAY_LINES = 3
 
 
 def _json_message(line: re.Match[bytes]) -> bytes:
