@@ -770,7 +770,9 @@ _QUOTED_CAUSE_LINES = 4
 # itself but not always why, a terminal's '^C' (the user stopped it, but maybe a job that had already failed), and
 # one task's own word that it completed (submitit's: its siblings may have failed; Snakemake's 'N of N steps (100%)
 # done': the job that printed it may still have hit its time limit; Airflow's 'Marking task as SUCCESS'; a Kubeflow
-# Pipelines launcher's 'has reached the expected condition: Succeeded', the custom resource's summary; an
+# Pipelines launcher's 'has reached the expected condition: Succeeded', the custom resource's summary, and a training
+# operator's 'MPIJob ns/name successfully completed.' / reason MPIJobSucceeded alike; a model server's uvicorn
+# 'Application startup complete.', which says the server came up, not that it stayed up; an
 # HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many; srun -v's 'NODE: tasks
 # 0-31: Completed', one node's tasks among the step's), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
@@ -802,6 +804,7 @@ _STATUS_ONLY = frozenset({
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
     "flux.broker_rc2_success", "slurm.srun_tasks_completed",
+    "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
