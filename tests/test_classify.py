@@ -172,6 +172,18 @@ def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: Patter
     assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
 
 
+def test_nccl_error_quoting_a_gpu_fault_as_its_last_error_is_gpu_hw(patterns: PatternSet) -> None:
+    """The same relay whose 'Last error:' is the GPU's own fault ('unspecified launch failure'): the GPU decides."""
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled cuda error "
+            "(run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 'unspecified launch failure'\n")
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is FailureClass.GPU_HW and v.blamed_hosts == ()
+    far = text.replace("Last error:\n", "Last error:\n" + "step 1\n" * 6)
+    assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
 def test_tf_session_relay_quoting_a_storage_failure_is_transient_io(patterns: PatternSet) -> None:
     """TensorFlow's 'This may be due to a preemption ... Error: %s' relays the error it caught; a checkpoint upload
     the store kept refusing, quoted below it, decides. Alone, or quoting nothing known, the relay stays network."""

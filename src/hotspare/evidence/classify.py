@@ -689,8 +689,8 @@ _RELAYED_ERROR = "generic.tf_recoverable_session_error"
 def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
     """A communication library's error that quotes its cause on the lines after it (PyTorch's 'NCCL error in: ...,
     unhandled cuda error', then 'Last error:' and NCCL's "Cuda failure 2 'out of memory'"): the allocation that
-    failed decides, not the collective that reported it. A relay (see _RELAYED_ERROR) that quotes a storage
-    failure: the storage failure decides."""
+    failed, or the GPU's own fault, decides, not the collective that reported it. A relay (see _RELAYED_ERROR) that
+    quotes a storage failure: the storage failure decides."""
     if ev.failure_class is not FailureClass.NETWORK:
         return ev
     if ev.pattern == _RELAYED_ERROR:
@@ -698,7 +698,13 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
                                      and e.failure_class is FailureClass.TRANSIENT_IO), None)
         if storage is not None:
             return storage
-    return next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class is FailureClass.OOM), ev)
+    return next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES), ev)
+
+
+#: What a communication error quotes as its cause that decides over it: memory that could not be had, and the GPU's
+#: own fault (NCCL's ncclUnhandledCudaError 'unhandled cuda error', then 'Last error:' and "Cuda failure 'unspecified
+#: launch failure'"; a socket's error printed beside the uncorrectable NVLink error that broke the rank).
+_QUOTABLE_CAUSES = frozenset({FailureClass.OOM, FailureClass.GPU_HW})
 
 
 def _quoted_below(
