@@ -39,6 +39,9 @@ WAYS: dict[str, Callable[[str], str]] = {
     "crlf": lambda text: text.replace("\n", "\r\n"),
     "no-break spaces": lambda text: text.replace(" ", "\u00a0"),
     "colours": lambda text: "\n".join(f"\x1b[31m{line}\x1b[0m" if line else line for line in text.split("\n")),
+    # the same colours as a web page or a notebook's committed output keeps them: the ESC byte gone
+    "colour residue": lambda text: "\n".join(f"[1;31m{line}[0m" if line else line for line in text.split("\n")),
+    "caret colours": lambda text: "\n".join(f"^[[31m{line}^[[0m" if line else line for line in text.split("\n")),
     "quoted twice": lambda text: "\n".join("> > " + line for line in text.split("\n")),
     "indented": _each_line("    "),
     "iso date": _each_line("[2024-05-01 12:00:00.123] "),
