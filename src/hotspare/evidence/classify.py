@@ -689,10 +689,20 @@ _RELAYED_ERROR = "generic.tf_recoverable_session_error"
 def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
     """A communication library's error that quotes its cause on the lines after it (PyTorch's 'NCCL error in: ...,
     unhandled cuda error', then 'Last error:' and NCCL's "Cuda failure 2 'out of memory'"): the allocation that
-    failed, or the GPU's own fault, decides, not the collective that reported it. A relay (see _RELAYED_ERROR) that
-    quotes a storage failure: the storage failure decides."""
+    failed, or the GPU's own fault, decides, not the collective that reported it. An open connection that broke (naming
+    no host), then a launcher's report of the daemon it lost (within the same few lines): the lost node decides. A
+    relay (see _RELAYED_ERROR) that quotes a storage failure: the storage failure decides."""
     if ev.failure_class is not FailureClass.NETWORK:
         return ev
+    if ev.pattern in _STREAM_CLOSED:
+        # A connection that broke and names no host (Grid Engine's 'commlib error: got read error' as qrsh's stream
+        # to the remote shepherd closes), then the launcher's word that it lost its daemon there (ORTE's 'lost
+        # communication with its daemon'): one loss seen twice, and the launcher's says what was lost, so it
+        # decides, as the README's node_loss row reads a launcher's report of a lost node.
+        lost = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT
+                                  and e.failure_class is FailureClass.NODE_LOSS), None)
+        if lost is not None:
+            return lost
     if ev.pattern == _RELAYED_ERROR:
         storage = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT
                                      and e.failure_class is FailureClass.TRANSIENT_IO), None)
@@ -765,6 +775,9 @@ def _stop_words_quote_a_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> b
         e.pattern in _DEVICE_FAULTS and ev.line <= e.line <= ev.line + _STOP_HEADER_LINES for e in evidence)
 
 
+#: An open connection that broke, naming no host (not one that could not be made: a refused ssh is a cause of its
+#: own, and decides over the launcher's lost daemon after it).
+_STREAM_CLOSED = frozenset({"sge.commlib_stream_closed"})
 #: How far below a network error its quoted cause may stand (PyTorch: the error line, the library's reading of
 #: the code, 'Last error:', then the library's last warning).
 _QUOTED_CAUSE_LINES = 4
