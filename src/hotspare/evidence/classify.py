@@ -805,7 +805,8 @@ _QUOTED_CAUSE_LINES = 4
 # operator's 'MPIJob ns/name successfully completed.' / reason MPIJobSucceeded alike; a model server's uvicorn
 # 'Application startup complete.', which says the server came up, not that it stayed up; an
 # HTCondor user log's '(1) Normal termination (return value 0)', one job's among a DAG's many; srun -v's 'NODE: tasks
-# 0-31: Completed', one node's tasks among the step's), and a stop
+# 0-31: Completed', one node's tasks among the step's; ezpz's 'Execution finished with 0.', a wrapper's summary that a
+# failed teardown after it can belie), and a stop
 # someone else asked for (bkill's 'Job <N> is being terminated', which an engine also prints when it kills the
 # siblings of a job that failed; Ray Tune's 'Stop signal received', whose handler also takes a site's SIGUSR1 before
 # a time limit), and a client's word that the job it waited for is gone without a result (future.batchtools'
@@ -836,6 +837,7 @@ _STATUS_ONLY = frozenset({
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
     "flux.broker_rc2_success", "slurm.srun_tasks_completed",
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
+    "generic.ezpz_execution_finished_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
