@@ -2298,3 +2298,44 @@ def test_a_workflow_engines_restated_context_gone_exception_is_not_the_programs_
     assert verdict(log("java.lang.IllegalStateException"), patterns).failure_class is FailureClass.UNKNOWN
     assert verdict(log("nextflow.exception.ProcessUnrecoverableException"),
                    patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_an_assertion_in_hydras_own_proxy_is_no_ranks_crash(patterns: PatternSet) -> None:
+    """glibc's assert() names the program that failed it: Hydra's proxy or mpiexec failing one of its own asserts is
+    the launcher's bug, not a rank's SIGABRT (heldout315); the same assertion in the user's program still is."""
+    proxy = verdict("hydra_pmi_proxy: src/pmi_wire.c:683: PMIU_cmd_output_v1: Assertion `!PMIU_cmd_is_static(pmicmd)' "
+                    "failed.\n[mpiexec@n01] control_cb (mpiexec/pmiserv_cb.c:280): assert (!closed) failed\n", patterns)
+    assert proxy.failure_class is not FailureClass.RANK_KILLED
+    program = verdict("solver: src/grid.c:88: refine: Assertion `n > 0' failed.\n", patterns)
+    assert program.failure_class is FailureClass.RANK_KILLED
+
+
+def test_a_broken_grid_engine_stream_gives_way_to_the_daemon_open_mpi_lost(patterns: PatternSet) -> None:
+    """qrsh's stream to the remote shepherd closing ('commlib error: got read error', naming no host) and, just below,
+    ORTE's word that it lost its daemon on a node are one loss seen twice: the launcher's report decides, node_loss
+    (heldout311); the broken stream alone is a network error."""
+    stream = 'error: commlib error: got read error (closing "n17/shepherd_ijs/1")\n'
+    lost = ("--------------------------------------------------------------------------\n"
+            "ORTE has lost communication with its daemon located on node:\n\n  hostname:  n17\n\n"
+            "This is usually due to either a failure of the TCP network\n")
+    assert verdict(stream + lost, patterns).failure_class is FailureClass.NODE_LOSS
+    assert verdict(stream, patterns).failure_class is FailureClass.NETWORK
+
+
+def test_mpichs_cpi_result_is_a_finish_despite_its_error_word(patterns: PatternSet) -> None:
+    """cpi's last word 'pi is approximately ..., Error is ...' names the numerical error of its result, not a
+    failure: as the log's last line it is the program's finish (heldout315); with lines after it, it decides nothing."""
+    run = "Process 0 of 2 is on n1\nProcess 1 of 2 is on n2\n"
+    done = "pi is approximately 3.1415926544231318, Error is 0.0000000008333387\n"
+    assert verdict(run + done, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict(run + done + "step\n" * 4, patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_a_servers_startup_line_does_not_hide_the_kill_after_it(patterns: PatternSet) -> None:
+    """uvicorn's 'Application startup complete.' says a model server came up (heldout306): alone, the run is a
+    success; a kill after it decides (a one-line summary, classify._STATUS_ONLY)."""
+    up = "INFO:     Started server process [4242]\nINFO:     Application startup complete.\n"
+    assert verdict(up, patterns).failure_class is FailureClass.SUCCESS
+    killed = verdict(up + "/var/spool/slurmd/job77/slurm_script: line 12: 4242 Killed                  python serve.py\n",
+                     patterns)
+    assert killed.failure_class is FailureClass.RANK_KILLED
