@@ -2339,3 +2339,20 @@ def test_a_servers_startup_line_does_not_hide_the_kill_after_it(patterns: Patter
     killed = verdict(up + "/var/spool/slurmd/job77/slurm_script: line 12: 4242 Killed                  python serve.py\n",
                      patterns)
     assert killed.failure_class is FailureClass.RANK_KILLED
+
+
+def test_a_node_the_cloud_refused_over_quota_is_never_blamed_for_the_requeue(patterns: PatternSet) -> None:
+    """slurm-gcp's resume program sets a node DOWN with the cloud's quota refusal, and slurmctld requeues the job 'due
+    to failure of node' X, then X 'not resumed by ResumeTimeout' (heldout317): X never ran, so the job's own request is
+    at fault (user_error) and X is not blamed; the same lines without the refusal are a node lost."""
+    refusal = ("[2024-11-06T11:23:46.199] update_node: node c4-1 reason set to: GCP Error: Quota CPUS_PER_VM_FAMILY "
+               "exceeded. Limit: 12.0 in region europe-west4.\n")
+    requeue = ("[2024-11-06T11:23:46.199] requeue job JobId=2 due to failure of node c4-1\n"
+               "[2024-11-06T11:23:46.199] update_node: node c4-1 state set to DOWN\n"
+               "[2024-11-06T11:28:45.594] node c4-1 not resumed by ResumeTimeout(300), setting DOWN and POWERED_DOWN\n")
+    refused = verdict(refusal + requeue, patterns)
+    assert refused.failure_class is FailureClass.USER_ERROR
+    assert names(refused.blamed_hosts) == []
+    lost = verdict(requeue, patterns)
+    assert lost.failure_class is FailureClass.NODE_LOSS
+    assert names(lost.blamed_hosts) == ["c4-1"]
