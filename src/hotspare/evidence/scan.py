@@ -531,12 +531,13 @@ def _as_printed(raw: bytes, *, whole: bool, strip: bool) -> bytes:
     their messages (``whole``: look for them in all of ``raw``, else in its head); terminal escapes removed if
     ``strip`` (then the escapes a JSON string carried too); UTF-8's curly quotes, as forums, mail archives and word
     processors turn quotes, and no-break spaces made plain; HTML's escapes of quotes, <, > and & (a log copied from a
-    web page's source) undone."""
+    web page's source) undone; in a paste, colour codes that lost their ESC byte dropped; then a JSON array of output
+    lines read as its lines."""
     raw = raw.replace(b"\x00", b"") if b"\x00" in raw else raw
     raw = _json_messages(raw, whole=whole)
     raw = _clean(raw) if strip else raw
     raw = _drop_residue(raw) if whole else raw
-    return _unescape_html(_plain_quotes(_plain_spaces(raw)))
+    return _json_array_lines(_unescape_html(_plain_quotes(_plain_spaces(raw))), whole=whole)
 
 
 #: Colour codes a copy kept without their ESC byte (a web page, an issue form or a notebook's committed output drops
@@ -582,13 +583,20 @@ _JSON_HEAD = 4096
 def _json_messages(raw: bytes, *, whole: bool) -> bytes:
     """Each JSON log line of ``raw`` replaced by the message it carries, unescaped, one line for one line: the
     message's own line break goes (the JSON line's is kept), a break inside it becomes a ``\\r``, so line numbers
-    stay the file's. A line that is not such an object is kept as it is. The same of a JSON array of output lines
-    written one string to a line (:data:`_JSON_ARRAY_LINE`)."""
-    head = raw if whole else raw[:_JSON_HEAD]
-    if b'":' in head:
+    stay the file's. A line that is not such an object is kept as it is (a JSON array of output lines written one
+    string to a line: :func:`_json_array_lines`)."""
+    if b'":' in (raw if whole else raw[:_JSON_HEAD]):
         raw = _JSON_LINE.sub(_json_message, raw)
-    if b'",\n' in head and len(_JSON_ARRAY_LINE.findall(head, 0, 65536)) >= _JSON_ARRAY_LINES:
-        raw = _JSON_ARRAY_LINE.sub(_json_message, raw)
+    return raw
+
+
+def _json_array_lines(raw: bytes, *, whole: bool) -> bytes:
+    """Each line of ``raw`` that is one string of a JSON array of output lines (:data:`_JSON_ARRAY_LINE`) replaced
+    by the line it holds, when the block's head holds several. Read after a paste's quotes and HTML escapes are made
+    plain (a forum curls the array's quotes as it curls any), and with a CR LF line end as with a LF one."""
+    head = raw if whole else raw[:_JSON_HEAD]
+    if b'",' in head and len(_JSON_ARRAY_LINE.findall(head, 0, 65536)) >= _JSON_ARRAY_LINES:
+        return _JSON_ARRAY_LINE.sub(_json_message, raw)
     return raw
 
 
