@@ -378,24 +378,25 @@ def need_hyperscan() -> None:
 
 @pytest.mark.parametrize("part", range(4))
 def test_engines_agree_on_every_corpus_text(part: int) -> None:
-    """The Hyperscan engine and the RE2 word keys yield the RE2 engine's evidence, line counts and progress on every
-    corpus text,
-    read plainly and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers
-    share: the RE2 engine checks each candidate line against the set of every pattern, milliseconds a line)."""
+    """The Hyperscan engine and the RE2 word keys yield the same evidence, line counts and progress on every corpus
+    text, and the RE2 engine's on every other one (alternate texts of each part: the RE2 engine checks each candidate
+    line against the set of every pattern, milliseconds a line, and the corpus grows every session), read plainly
+    and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers share)."""
     need_hyperscan()
     corpus = _corpus()[part::4]
     assert len(corpus) > 100
-    widths = 0
-    for name, data in corpus:
+    widths = referenced = 0
+    for index, (name, data) in enumerate(corpus):
         # Where no terminal width is recognised, the "auto" reading is the plain one: read once.
         wraps: tuple[str | None, ...] = ("auto",) if detect_wrap_width(data) is None else (None, "auto")
         widths += len(wraps) - 1
         for wrap in wraps:
             fast = scan(data, PATTERNS, wrap_width=wrap, engine="hyperscan")
-            reference = scan(data, PATTERNS, wrap_width=wrap, engine="re2")
-            assert fast == reference, name
-            assert scan(data, PATTERNS, wrap_width=wrap, engine="words") == reference, name
-    assert widths > 2
+            assert scan(data, PATTERNS, wrap_width=wrap, engine="words") == fast, name
+            if index % 2 == 0 or wrap is None:
+                referenced += 1
+                assert fast == scan(data, PATTERNS, wrap_width=wrap, engine="re2"), name
+    assert widths > 2 and referenced > len(corpus) // 2
 
 
 def test_engines_agree_on_examples_far_into_a_line() -> None:
