@@ -50,6 +50,12 @@ WAYS: dict[str, Callable[[str], str]] = {
     "python logging": _each_line("2024-05-01 12:00:00,123 - worker - INFO - "),
     "loguru": _each_line("2024-05-01 12:00:00.123 | INFO     | train:main:42 - "),
     "nextflow": _each_line("May-01 12:00:00.123 [main] INFO  nextflow.Session - "),
+    "gha": _each_line("2024-05-01T12:00:00.1234567Z "),
+    "journal": _each_line("May 01 12:00:00 login1 job[4242]: "),
+    "kubectl prefix": _each_line("[pod/trainer-worker-0/pytorch] "),
+    "tag output": _each_line("[1,0]<stderr>:"),
+    "wrapped 80": lambda text: "\n".join(line[i:i + 80] for line in text.split("\n")
+                                          for i in range(0, max(len(line), 1), 80)),
     "docker json": lambda text: "\n".join(json.dumps({"log": line + "\n", "stream": "stderr"})
                                           for line in text.split("\n")),
 }

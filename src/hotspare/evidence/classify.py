@@ -43,11 +43,19 @@ from dataclasses import dataclass, field, replace
 
 from hotspare.act.node_states import unhealthy
 from hotspare.act.scheduler import parse_duration_s
-from hotspare.evidence.patterns import LAST_RESORT, HostMeaning, Role
+from hotspare.evidence.patterns import LAST_RESORT, LINE_PREFIX, HostMeaning, Role
 from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, ScanResult
 from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
+
+
+def _opening(regex: str) -> re.Pattern[str]:
+    """``regex`` read at a line's start as the packs read their ``^``: behind the prefixes a launcher, a log
+    collector or a paste puts on every line (LINE_PREFIX: a timestamp, '[rank3]:', 'host: ', a quote's '> '), so a
+    rule keyed on how a line opens holds for a log that came through a logger, kubectl, journald or CI."""
+    return re.compile(f"^{LINE_PREFIX}(?:{regex})")
+
 
 # SLURM job states (sacct/scontrol) and what they mean here; unknown states
 # fall through to the exit status.
@@ -391,7 +399,7 @@ def _is_crash(ev: Evidence) -> bool:
 #: code (src/pm/hydra/proxy/pmip_cb.c, pmip_pg.c, mpiexec/mpiexec.c, pg.c, and the PMI wire code they link,
 #: src/pmi/src/pmi_wire.c PMIU_cmd_output_v1 through pmi_util.h's PMIU_Assert; read at pmodels/mpich 6a79bf6). That
 #: is the launcher's bug, not a rank's death (the README's rank_killed is a rank's): it crashes nobody's rank.
-_LAUNCHER_ASSERT = re.compile(r"^[ \t]*(?:\S*/)?(?:hydra_pmi_proxy|hydra_bstrap_proxy|mpiexec\.hydra|mpiexec): ")
+_LAUNCHER_ASSERT = _opening(r"[ \t]*(?:\S*/)?(?:hydra_pmi_proxy|hydra_bstrap_proxy|mpiexec\.hydra|mpiexec): ")
 
 
 def _launcher_assert(ev: Evidence) -> bool:
@@ -946,7 +954,7 @@ _GOES_ON = re.compile(r"(?i)\bfall(?:ing)? ?back to\b|\bskipping\b|\bcontinuing 
 
 # A line that opens with a warning word ("WARNING: Retrying (Retry(total=4 ...)) after connection broken by ...",
 # pip's; "Warning: ...").
-_WARNING_OPENS = re.compile(r"^\s*(?:WARNING|Warning|WARN)\b")
+_WARNING_OPENS = _opening(r"\s*(?:WARNING|Warning|WARN)\b")
 
 
 def _network_warning(ev: Evidence) -> bool:
@@ -1052,15 +1060,15 @@ _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing
                       # failed-job table; torchrun's 'error_file: <N/A>'): a label and one path, not an error. A label
                       # followed by the error itself ('Error Log: `... out of memory ...`', an issue template's field
                       # with the log pasted after it) is the error, and is read
-                      r"^\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
+                      rf"^{LINE_PREFIX}\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
 
 
 # A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
 # of a lock already gone, git refusing to check out over local changes or run outside a repository (a script that
 # logs its commit), a tool asking a terminal a batch job does not have (srun's, stty's, mesg's 'Inappropriate ioctl
 # for device': ENOTTY). The script goes on after them, so the last resort never reads them as why the job stopped.
-_HOUSEKEEPING = re.compile(r"^\s*(?:ls|rm|rmdir|unlink|readlink|realpath): |would be overwritten by (?:checkout|merge)"
-                           r"|not a git repository|Inappropriate ioctl for device")
+_HOUSEKEEPING = re.compile(rf"^{LINE_PREFIX}\s*(?:ls|rm|rmdir|unlink|readlink|realpath): |would be overwritten by "
+                           r"(?:checkout|merge)|not a git repository|Inappropriate ioctl for device")
 
 
 # A logger's warning level on the line (Python logging's '[WARNING]' and 'WARNING:root:', Ray's 'WARNING
@@ -1496,7 +1504,7 @@ def _relayed_from_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 
 #: A line a launcher prefixed with the global rank that printed it (PyTorch's '[rank7]: RuntimeError: ...', srun -l's
 #: '  7: ', a colon and a space: a time of day's '12:34' is no rank).
-_RANK_PREFIX = re.compile(r"^\s*(?:\[rank([0-9]+)\]:|([0-9]+): )")
+_RANK_PREFIX = _opening(r"\s*(?:\[rank([0-9]+)\]:|(?<![0-9.])([0-9]+): )")  # not a time's last digits
 #: Launcher lines that give a rank's host with its end (PALS: 'host: rank 7 exited with code 1'; srun: 'srun: error:
 #: host: task 7: Exited with exit code 1', 'host: task 7: Aborted (core dumped)'; Cray MPICH's abort header of that
 #: rank: 'MPICH ERROR [Rank 7] [job id J] [date] [host] - Abort(1) ...').
@@ -1550,7 +1558,7 @@ def _ran_on(ev: Evidence, *, prompt: bool) -> bool:
 
 #: PETSc's per-rank prefix of every line of its error reports ('[1]PETSC ERROR: ...': PetscErrorPrintfDefault,
 #: src/sys/error/errtrace.c, prints '[%d]PETSC ERROR: ' with the rank in PETSC_COMM_WORLD).
-_PETSC_RANK = re.compile(r"^\s*\[([0-9]+)\]PETSC ERROR:")
+_PETSC_RANK = _opening(r"\s*\[([0-9]+)\]PETSC ERROR:")
 
 
 def _same_petsc_rank(root: Evidence, usable: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
@@ -1601,7 +1609,7 @@ def _ended_first(usable: tuple[Evidence, ...]) -> list[Evidence]:
 
 #: Intel Fortran's runtime ends the process with the number of its error as the exit status ('forrtl: severe (174):
 #: SIGSEGV' exits 174; the same number in srun's 'srun: error: H: task 97: Exited with exit code 174').
-_FORRTL_CODE = re.compile(r"^forrtl: (?:severe|error) \(([0-9]+)\):")
+_FORRTL_CODE = _opening(r"forrtl: (?:severe|error) \(([0-9]+)\):")
 
 
 def _exit_code_host(first: Evidence, usable: tuple[Evidence, ...]) -> list[Evidence]:
@@ -1720,7 +1728,7 @@ _JAVA_CONTEXT_GONE = re.compile(r'" (?:java\.(?:io|net|nio|rmi)\.|\S*(?:IllegalS
 #: (container/SingularityCache.groovy). A context-gone type there is a step around the program that failed (an image
 #: pull, a stream), not the program's own mistake, so the last resort does not read it; other types (a
 #: ProcessUnrecoverableException's message) still read as before.
-_JAVA_RESTATED_GONE = re.compile(r'^\s*error \[(?:java\.(?:io|net|nio|rmi)\.\S*|\S*(?:IllegalState|Interrupted|Timeout|'
+_JAVA_RESTATED_GONE = _opening(r'\s*error \[(?:java\.(?:io|net|nio|rmi)\.\S*|\S*(?:IllegalState|Interrupted|Timeout|'
                                  r'Execution|Remote|Rpc|Closed|Socket|Connect|IO)[A-Za-z]*(?:Exception|Error))\]: ')
 
 #: A traceback's last line, whatever the exception's type (a context line: it decides nothing by itself).
@@ -1762,7 +1770,7 @@ _RELAYED = re.compile(r"\breturned (?:non-?zero|-?[0-9]+\b)|(?:Error|Exception):
 
 #: Julia's report of the exception that ended a script (base/client.jl: 'ERROR: ', 'LoadError: ' for an error in an
 #: included file): the header a Python traceback has above its exception line, on the same line.
-_JULIA_UNCAUGHT = re.compile(r"^[ \t]*ERROR: (?:LoadError: )*[A-Z]")
+_JULIA_UNCAUGHT = _opening(r"[ \t]*ERROR: (?:LoadError: )*[A-Z]")
 #: An exception line of an exit, not an error ('SystemExit: 2' where a caller printed it).
 _EXIT_TYPE = re.compile(r"(?:^|[\s:>\]])[\w.]*Exit(?::|[ \t]*$)")
 #: An exception that only relays another process's or task's failure (subprocess's CalledProcessError,

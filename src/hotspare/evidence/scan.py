@@ -62,6 +62,11 @@ MIN_SOFT_WRAP = 40
 MAX_WRAP_PIECES = 4
 #: A mail reply's quote marks at the start of a line ('> ', '> > ', '>>').
 _QUOTE = re.compile(rb"[ \t]*>(?:[ \t]*>)*[ \t]?")
+#: How a logger or a collector opens each line it writes: a date and time (ISO, a CI runner's, syslog's), a time of
+#: day, a bracketed tag ('[rank3]:', '[2024-05-01 12:00:00]', '[pod/x/y]'), behind a quote's marks or an indent.
+_STAMP = re.compile(rb"[ \t>]*(?:\[[^\]\n]{1,80}\]|[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}[0-9.,]*Z?"
+                    rb"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}|[0-9]{2}:[0-9]{2}:[0-9]{2})")
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
 #: Bytes read per block from a file.
 BLOCK_BYTES = 1 << 20
@@ -455,7 +460,7 @@ class Scanner:
                 continue
             joined, joins, last = piece, list[int](), len(piece)
             for nxt in pieces[i + 1 : i + MAX_WRAP_PIECES]:
-                if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest:
+                if not nxt.strip() or not MIN_SOFT_WRAP <= last <= widest or _opens_alike(piece, nxt):
                     break
                 # A mail reply quotes every line it wrapped: the next piece's own quote marks (the ones this
                 # line opened with) are the renderer's, not the program's words.
@@ -659,6 +664,15 @@ def detect_wrap_width(sample: bytes) -> int | None:
     if widest < MIN_WRAP_WIDTH or at_widest < max(MIN_WRAPPED_LINES, len(lines) // 50):
         return None
     return widest
+
+
+def _opens_alike(line: bytes, nxt: bytes) -> bool:
+    """Whether ``nxt`` opens as ``line`` does, with a logger's stamp or tag of the same shape (digits aside: each
+    line's own time, rank or counter): a line of its own, not the rest of a wrapped one. A renderer's wrap leaves no
+    stamp on the piece it cut off; a host at the end of one line is not glued to the date of the next."""
+    stamp, again = _STAMP.match(line), _STAMP.match(nxt)
+    return (stamp is not None and again is not None
+            and stamp.group().translate(_DIGITS) == again.group().translate(_DIGITS))
 
 
 def _marks(quote: re.Match[bytes]) -> bytes:
