@@ -2356,3 +2356,32 @@ def test_a_node_the_cloud_refused_over_quota_is_never_blamed_for_the_requeue(pat
     lost = verdict(requeue, patterns)
     assert lost.failure_class is FailureClass.NODE_LOSS
     assert names(lost.blamed_hosts) == ["c4-1"]
+
+
+@pytest.mark.parametrize("prefix", ["", "2024-05-01T12:00:00.1234567Z ", "[2024-05-01 12:00:00.123] ",
+                                    "May 01 12:00:00 login1 job[4242]: ", "[pod/trainer-0/main] ", "> > ", "    "])
+def test_rules_on_how_a_line_opens_hold_behind_a_collectors_prefix(patterns: PatternSet, prefix: str) -> None:
+    """A log that came through a CI runner, kubectl, journald or a mail reply has a stamp or a tag before every
+    line; the rules keyed on how a line opens read past it as the packs' '^' does: a script's rm of a file already
+    gone is housekeeping (the traced pkill and the teardown after it decide), the shell's 'Killed' is a rank's
+    SIGKILL, NWChem's allocator out of room is oom."""
+    def stamped(text: str) -> str:
+        return "".join(prefix + line + "\n" for line in text.splitlines())
+    own_kill = verdict(stamped("+ mpirun -np 7 -ppn 1 ./copper 1\nrm: cannot remove 'book.txt': No such file or "
+                               f"directory\n+ pkill -f copper\nx1921c0s6b0n0.{SUNSPOT}: rank 2 died from signal 15"),
+                       patterns)
+    assert own_kill.failure_class is FailureClass.CANCELLED, own_kill.reason
+    killed = verdict(stamped("Loading model...\nKilled"), patterns)
+    assert killed.failure_class is FailureClass.RANK_KILLED, killed.reason
+    nwchem = verdict(stamped(" movecs_write: ma failed               17920\n"
+                             "application called MPI_Abort(comm=0x84000007, 17920) - process 0"), patterns)
+    assert nwchem.failure_class is FailureClass.OOM, nwchem.reason
+
+
+def test_a_times_last_digits_are_no_rank(patterns: PatternSet) -> None:
+    """srun -l's '7: ' names a rank; the same digits ending a time of day ('16:19:17.812101: E ...', TensorFlow's
+    log stamp) do not, behind a timestamp or not."""
+    from hotspare.evidence.classify import _RANK_PREFIX
+    assert _RANK_PREFIX.match("2023-11-01 16:19:17.812101: E tensorflow/x.cc:606] failed to allocate") is None
+    assert _RANK_PREFIX.match("  7: RuntimeError: boom").group(2) == "7"
+    assert _RANK_PREFIX.match("2024-05-01T12:00:00.1234567Z [rank3]: RuntimeError: boom").group(1) == "3"

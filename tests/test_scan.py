@@ -273,6 +273,19 @@ def test_a_wrap_into_a_deeper_quote_is_not_joined(patterns: PatternSet) -> None:
     assert classify(scan(data, patterns), rc=1).blamed_hosts == ()
 
 
+def test_a_line_that_opens_with_its_own_stamp_is_not_the_rest_of_the_one_before(patterns: PatternSet) -> None:
+    """A CI runner or kubectl stamps every line: the next line's stamp says it is a line of its own, so a host at
+    the end of a line exactly a terminal's width wide is not glued to the next line's date ('...a01' +
+    '2024-05-01T12' is no node). A piece with no stamp after the same line is still the rest of a wrapped one."""
+    stamp = "2024-05-01T12:00:00.1234567Z "
+    first = f"{stamp}srun: error: Node failure on gpu-node-long-name-a01"
+    assert len(first) == 80
+    stamped = f"{first}\n{stamp}srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    assert classify(scan(stamped.encode(), patterns), rc=1).blamed_hosts == (Host("gpu-node-long-name-a01"),)
+    cut = f"{first}\n7\n"
+    assert Host("gpu-node-long-name-a017") in classify(scan(cut.encode(), patterns), rc=1).blamed_hosts
+
+
 def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) -> None:
     """'auto' finds the width a capture was wrapped at and rejoins a root line split there; plain logs stay unwrapped."""
     width = 80
