@@ -199,6 +199,7 @@ def classify(
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
         or _finished_after_numerics(status, evidence, lines)
+        or _finished_after_script_error(status, evidence, lines)
         or _first_root(evidence, progress)
         or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
@@ -1861,7 +1862,8 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
                      from_status=True)
 
 
-def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...], lines: int | None) -> _Decision | None:
+def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...], lines: int | None,
+                      gone_on: frozenset[str] = frozenset({"generic.numerical_failure_words"})) -> _Decision | None:
     """No exit status and no line that decides: the program's own word that it finished well (generic.
     program_finished_words) among the log's last :data:`_FINISHED_LINES` lines is a success, when no line speaks of
     a failure (but one the run went on after, a warning: :func:`_passed_over`; or a solver's words that its numerics
@@ -1884,7 +1886,7 @@ def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...],
     if tail - end >= _FINISHED_LINES or (done.pattern not in _WHOLE_LINE and _NOT_FINISHED.search(done.text)):
         return None
     if any(e.failure_class is not None and (e.line > end or not (
-            _passed_over(e, evidence) or e.pattern == _NUMERICAL_WORDS)) for e in evidence):
+            _passed_over(e, evidence) or e.pattern in gone_on)) for e in evidence):
         return None
     return _Decision(FailureClass.SUCCESS, (), f"no exit status; the program's last word at line {end} is that "
                      f"it finished: {done.text.strip()[:100]}", line=done.line)
@@ -1902,6 +1904,29 @@ def _finished_after_numerics(status: ExitStatus | None, evidence: tuple[Evidence
     return _said_it_finished(status, evidence, lines)
 
 
+def _finished_after_script_error(status: ExitStatus | None, evidence: tuple[Evidence, ...],
+                                 lines: int | None) -> _Decision | None:
+    """A batch script's shell that could not run one of its commands (python.script_command_error: '<script>: line
+    19: surce: command not found') and, after it at the log's end, the program's own word that it finished well
+    (a program's pattern: Charm++'s 'End of program', PWSCF's 'JOB DONE.', WRF's 'SUCCESS COMPLETE WRF'; not
+    generic.program_finished_words, which a script's own closing echo matches as well), with no exit status and
+    no other failure line (:func:`_said_it_finished`): bash goes on to the next command after one it cannot run,
+    the program ran after it and ended by its normal path, so the run is a success, not the script's user_error
+    (heldout321: a Slurm script's typo of 'source' before a 12-node Charm++ run that ended 'End of program').
+    The missing command after the program's last word, or a script's closing echo alone, decides nothing here."""
+    if not any(e.pattern == _SCRIPT_COMMAND for e in evidence):
+        return None
+    decision = _said_it_finished(status, evidence, lines, gone_on=frozenset({_NUMERICAL_WORDS, _SCRIPT_COMMAND}))
+    if decision is None or decision.line is None:
+        return None
+    done = next((e for e in evidence if e.line == decision.line and e.pattern in _FINISHED), None)
+    return decision if done is not None and done.pattern != _GENERIC_FINISHED else None
+
+
+#: A batch script's shell that could not run one of its commands: before the program's own finished word, a line
+#: the script went on after (:func:`_finished_after_script_error`).
+_SCRIPT_COMMAND = "python.script_command_error"
+_GENERIC_FINISHED = "generic.program_finished_words"
 #: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
 _FINISHED = LAST_KEPT  # the same patterns: the scanner keeps their last line for this rule
 #: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
