@@ -622,6 +622,19 @@ def _wrapper_exit_zero(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     return ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence)
 
 
+#: A library's notice that a call into the fabric failed and that the job "may behave unpredictably (and/or abort)
+#: after this" (Open MPI's OFI MTL, help-mtl-ofi.txt [OFI call fail]): the fabric failure decides, but the notice does
+#: not end the process itself; when the process then dies of its own crash signal (a segfault inside libfabric after
+#: fi_domain failed), the README's signal rows read that death, so the crash decides (:func:`_signal_death`).
+_ABORT_MAY_FOLLOW = frozenset({"openmpi.mtl_ofi_call_failed"})
+
+
+def _crashed_after_notice(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is a notice that the job may abort after it (:data:`_ABORT_MAY_FOLLOW`) and a rank then died of
+    its own crash signal: the crash decides."""
+    return ev.pattern in _ABORT_MAY_FOLLOW and any(_is_crash(e) and e.line > ev.line for e in evidence)
+
+
 def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     kills = [e for e in evidence if e.failure_class is FailureClass.RANK_KILLED]
     teardown = {id(e) for e in kills} - {id(e) for e in _not_torn_down(kills, evidence, late_crashes=False)}
@@ -641,8 +654,9 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if _passed_over(ev, evidence):
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
-        if ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence):
-            continue  # read only when nothing else decides (_last_resort); a wrapper's exit 0
+        if ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence) or _crashed_after_notice(ev, evidence):
+            # read only when nothing else decides (_last_resort); a wrapper's exit 0; a notice the crash outranks
+            continue
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
