@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hotspare import ExitStatus, FailureClass, Host, PatternSet, SchedulerFacts, classify, expand_hosts, scan
-from hotspare.evidence.classify import Verdict
+from hotspare.evidence.classify import _RANK_PREFIX, Verdict
 
 SUNSPOT = "hsn.cm.sunspot.alcf.anl.gov"
 AURORA = "hsn.cm.aurora.alcf.anl.gov"
@@ -2381,7 +2381,6 @@ def test_rules_on_how_a_line_opens_hold_behind_a_collectors_prefix(patterns: Pat
 def test_a_times_last_digits_are_no_rank(patterns: PatternSet) -> None:
     """srun -l's '7: ' names a rank; the same digits ending a time of day ('16:19:17.812101: E ...', TensorFlow's
     log stamp) do not, behind a timestamp or not."""
-    from hotspare.evidence.classify import _RANK_PREFIX
     assert _RANK_PREFIX.match("2023-11-01 16:19:17.812101: E tensorflow/x.cc:606] failed to allocate") is None
     assert _RANK_PREFIX.match("  7: RuntimeError: boom").group(2) == "7"
     assert _RANK_PREFIX.match("2024-05-01T12:00:00.1234567Z [rank3]: RuntimeError: boom").group(1) == "3"

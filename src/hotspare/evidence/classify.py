@@ -1075,7 +1075,8 @@ _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing
                       # failed-job table; torchrun's 'error_file: <N/A>'): a label and one path, not an error. A label
                       # followed by the error itself ('Error Log: `... out of memory ...`', an issue template's field
                       # with the log pasted after it) is the error, and is read
-                      rf"^{LINE_PREFIX}\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
+                      rf"^{LINE_PREFIX}\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*"
+                      r"(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
 
 
 # A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
