@@ -2384,3 +2384,15 @@ def test_a_times_last_digits_are_no_rank(patterns: PatternSet) -> None:
     assert _RANK_PREFIX.match("2023-11-01 16:19:17.812101: E tensorflow/x.cc:606] failed to allocate") is None
     assert _RANK_PREFIX.match("  7: RuntimeError: boom").group(2) == "7"
     assert _RANK_PREFIX.match("2024-05-01T12:00:00.1234567Z [rank3]: RuntimeError: boom").group(1) == "3"
+
+
+def test_apruns_usage_line_without_an_exit_summary_is_a_finished_run(patterns: PatternSet) -> None:
+    """aprun prints 'Application N resources: ...' at every application's end and, for a failed one, its exit
+    summary just before it: the usage line closing a log with no summary and no failure is every PE's status 0
+    (heldout321); with the summary it is not, and with program output after it, it is not the log's last word."""
+    hello = "".join(f"Hello world from processor nid0002{r // 4}, rank {r} out of 8 processors\n" for r in range(8))
+    usage = "Application 26449405 resources: utime ~14s, stime ~8s, Rss ~39392, inblocks ~83290, outblocks ~0\n"
+    assert verdict(hello + usage, patterns).failure_class is FailureClass.SUCCESS
+    failed = verdict(hello + "Application 26449405 exit codes: 1\n" + usage, patterns)
+    assert failed.failure_class is not FailureClass.SUCCESS
+    assert verdict(usage + hello, patterns).failure_class is not FailureClass.SUCCESS
