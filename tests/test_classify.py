@@ -172,6 +172,21 @@ def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: Patter
     assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
 
 
+def test_nccl_relay_yields_to_nccls_own_cuda_oom_warning_anywhere(patterns: PatternSet) -> None:
+    """NCCL's own WARN of a failed CUDA allocation, pasted apart from the traceback that relays the NCCL result
+    ('unhandled cuda error', 'internal error'), decides wherever it is; a relay of 'unhandled system error' does not
+    yield to it."""
+    relay = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1296, internal error - please "
+             "report this issue to the NCCL developers, NCCL version 2.18.1\n")
+    debug = "".join(f"note {i}\n" for i in range(8)) + (
+        "gpu7:2134736:2285781 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n")
+    assert verdict(relay + debug, patterns, rc=1).failure_class is FailureClass.OOM
+    cuda = relay.replace("internal error - please report this issue to the NCCL developers", "unhandled cuda error")
+    assert verdict(cuda + debug, patterns, rc=1).failure_class is FailureClass.OOM
+    system = relay.replace("internal error - please report this issue to the NCCL developers", "unhandled system error")
+    assert verdict(system + debug, patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
 def test_nccl_error_quoting_a_gpu_fault_as_its_last_error_is_gpu_hw(patterns: PatternSet) -> None:
     """The same relay whose 'Last error:' is the GPU's own fault ('unspecified launch failure'): the GPU decides."""
     text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled cuda error "

@@ -761,7 +761,34 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
                                      and e.failure_class is FailureClass.TRANSIENT_IO), None)
         if storage is not None:
             return storage
-    return next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES), ev)
+    quoted = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES),
+                  None)
+    if quoted is not None:
+        return quoted
+    if ev.pattern == _NCCL_RELAY and _NCCL_RELAYED_CUDA.search(ev.text):
+        # NCCL's own warning of the CUDA allocation that failed, wherever its NCCL_DEBUG output was pasted.
+        return next((e for e in evidence if e.pattern == _NCCL_CUDA_OOM and e.role is Role.ROOT
+                     and _NCCL_WARN in e.text), ev)
+    return ev
+
+
+#: PyTorch's relay of an NCCL result (C10D_NCCL_CHECK, torch/csrc/distributed/c10d/NCCLUtils.hpp: 'NCCL error in:
+#: <file>:<line>, ' + ncclGetErrorWithVersion) says only which result the call returned; NCCL's own WARN lines
+#: (NCCL_DEBUG=WARN/INFO, printed by NCCL's threads as the failure happens, misc/debug.cc ncclDebugLog) say why.
+#: For ncclUnhandledCudaError ('unhandled cuda error') and ncclInternalError ('internal error': NCCL's proxy service
+#: thread, when an operation such as a connection's Setup fails, warns '[Proxy Service %d] Failed to execute operation
+#: %s from rank %d, retcode %d' and closes the rank's socket, src/proxy.cc at NVIDIA/nccl 5067397c, and the rank's call
+#: fails with it) the CUDA allocation NCCL warned of ("Cuda failure 'out of memory'", nccl.cuda_out_of_memory) is
+#: that cause. Posters paste the NCCL_DEBUG output
+#: apart from the traceback and ranks interleave it, so it is not always within the few lines _quoted_below reads:
+#: anywhere in the log it decides over the relay (heldout332). Only NCCL's own WARN line counts so (its 'NCCL WARN'
+#: mark, printed by the library as it failed); the bare "Cuda failure ..." of PyTorch's 'Last error:' quote is read
+#: only on the lines below the relay, as any quoted cause. 'unhandled system error' (sockets, shared memory) is not
+#: read so: a CUDA allocation is not what a system call failing means.
+_NCCL_RELAY = "nccl.unhandled_system_error"
+_NCCL_RELAYED_CUDA = re.compile(r"\bunhandled cuda error\b|\binternal error\b")
+_NCCL_CUDA_OOM = "nccl.cuda_out_of_memory"
+_NCCL_WARN = "NCCL WARN "
 
 
 #: What a communication error quotes as its cause that decides over it: memory that could not be had, and the GPU's
