@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_benchmark
-from hotspare import Host, PatternSet, Scanner, classify, load_patterns, scan
+from hotspare import FailureClass, Host, PatternSet, Scanner, classify, load_patterns, scan
 from hotspare.evidence import multi, records
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence.multi import engine_note, form_words, line_finder
@@ -284,6 +284,20 @@ def test_a_line_that_opens_with_its_own_stamp_is_not_the_rest_of_the_one_before(
     assert classify(scan(stamped.encode(), patterns), rc=1).blamed_hosts == (Host("gpu-node-long-name-a01"),)
     cut = f"{first}\n7\n"
     assert Host("gpu-node-long-name-a017") in classify(scan(cut.encode(), patterns), rc=1).blamed_hosts
+
+
+def test_a_match_that_begins_in_a_later_piece_keeps_its_own_line(patterns: PatternSet) -> None:
+    """Short lines are tried as the pieces of one word-wrapped line; a match that begins in a later piece (the step's
+    cancellation a terminal cut at 80 columns, three lines below the crash) is that piece's line: recorded at the
+    crash's line it would stand before the crash, and the crash would no longer come first."""
+    cancelled = "slurmstepd: error: *** STEP 61191894.0 ON nid09797 CANCELLED AT 2022-07-19T15:34:18 ***"
+    text = ("srun: error: nid09797: task 7: Bus error\n"
+            "srun: launch/slurm: _step_signal: Terminating StepId=61191894.0\n"
+            f"{cancelled[:80]}\n{cancelled[80:]}\n"
+            "srun: error: nid09798: tasks 8-9,11,13,15: Terminated\n")
+    verdict = classify(scan(text.encode(), patterns))
+    assert verdict.failure_class is FailureClass.RANK_KILLED, verdict.reason
+    assert verdict.blamed_hosts == (Host("nid09797"),)
 
 
 def test_wrap_width_is_recognised_from_a_terminal_capture(patterns: PatternSet) -> None:

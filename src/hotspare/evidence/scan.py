@@ -361,6 +361,8 @@ class Scanner:
         """Match a rejoined line, keeping only matches spanning ``only_across`` (or one of those offsets), and
         none of a pattern that already reads ``whole`` (the first piece) by itself the same way: with the same
         captures. A capture the join changes (a host name the cut split: 'on compute1' / '7') is the line's.
+        With ``whole``, a match must also begin in that first piece: one that begins in a later piece is that
+        piece's line, read when the rejoining starts there (recorded here, it would stand lines before its place).
 
         Returns ``(pattern name, match end)`` for each pattern that matched.
         """
@@ -370,6 +372,8 @@ class Scanner:
             pattern = self.patterns.event_patterns[index]
             match = pattern.compiled.search(line)
             if match is None or (joins != (-1,) and not any(match.start() < j < match.end() for j in joins)):
+                continue
+            if whole is not None and match.start() >= joins[0]:
                 continue
             if whole is not None:
                 alone = pattern.compiled.search(whole)
