@@ -761,8 +761,8 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
                                      and e.failure_class is FailureClass.TRANSIENT_IO), None)
         if storage is not None:
             return storage
-    quoted = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES),
-                  None)
+    quoted = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES
+                                and not _read_otherwise_by_its_program(e, evidence)), None)
     if quoted is not None:
         return quoted
     if ev.pattern == _NCCL_RELAY and _NCCL_RELAYED_CUDA.search(ev.text):
@@ -789,6 +789,16 @@ _NCCL_RELAY = "nccl.unhandled_system_error"
 _NCCL_RELAYED_CUDA = re.compile(r"\bunhandled cuda error\b|\binternal error\b")
 _NCCL_CUDA_OOM = "nccl.cuda_out_of_memory"
 _NCCL_WARN = "NCCL WARN "
+
+
+def _read_otherwise_by_its_program(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether a generic pattern's reading of a line is overruled by a program's own pack that reads the same line
+    as another root cause: MSCCL++'s 'a work item failed: status 12 (Ib failure: Cannot allocate memory)' prints an
+    InfiniBand completion status through strerror, so the memory words are no allocation (the program's own pack
+    knows what it means, as _reads_the_same_line_closer says for a user error)."""
+    return ev.pattern.startswith("generic.") and any(
+        e.line == ev.line and e.role is Role.ROOT and not e.pattern.startswith("generic.")
+        and e.failure_class is not None and e.failure_class is not ev.failure_class for e in evidence)
 
 
 #: What a communication error quotes as its cause that decides over it: memory that could not be had, and the GPU's
