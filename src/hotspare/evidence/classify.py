@@ -445,7 +445,7 @@ def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence,
 # own stop, whatever its message says (a GPU runtime's error included); alone, it is an abort from outside AMReX's
 # checks (the HSA runtime's after a GPU memory access fault) and stays a crash.
 _AMREX_SIGABRT, _AMREX_STOPS = "amrex.signal_handler_crash", frozenset({
-    "amrex.error", "amrex.abort_out_of_memory", "amrex.abort_message"})
+    "amrex.error", "amrex.abort_out_of_memory", "amrex.abort_message", "amrex.assertion_failed"})
 _AMREX_ABORT_LINES = 3
 
 
