@@ -2411,3 +2411,43 @@ def test_apruns_usage_line_without_an_exit_summary_is_a_finished_run(patterns: P
     failed = verdict(hello + "Application 26449405 exit codes: 1\n" + usage, patterns)
     assert failed.failure_class is not FailureClass.SUCCESS
     assert verdict(usage + hello, patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_a_fabric_notice_gives_way_to_the_crash_after_it(patterns: PatternSet) -> None:
+    """Open MPI's OFI MTL help block says a libfabric call failed and the job 'may behave unpredictably (and/or
+    abort) after this': alone it is the network's failure; a rank's own segfault after it is how the job ended,
+    and the crash decides (heldout322's _ABORT_MAY_FOLLOW)."""
+    notice = ("Open MPI failed an OFI Libfabric library call (fi_domain).  This is highly\n"
+              "unusual; your job may behave unpredictably (and/or abort) after this.\n\n"
+              "  Local host: crusher051\n  Error: Function not implemented (38)\n")
+    assert verdict(notice, patterns).failure_class is FailureClass.NETWORK
+    crash = notice + "[crusher051:12345] *** Process received signal ***\n[crusher051:12345] Signal: Segmentation fault (11)\n"
+    assert verdict(crash, patterns).failure_class is FailureClass.RANK_KILLED
+
+
+def test_memory_words_a_programs_own_pattern_reads_otherwise_are_no_oom(patterns: PatternSet) -> None:
+    """MSCCL++ prints an InfiniBand completion status through strerror ('status 12 (Ib failure: Cannot allocate
+    memory)'): its pack reads the line as the network's failure, so the generic memory words on the same line are not
+    quoted as the cause (heldout337); a plain allocation failure below a network error still is."""
+    ib = ("terminate called after throwing an instance of 'mscclpp::IbError'\n"
+          "  what():  a work item failed: status 12 (Ib failure: Cannot allocate memory)\n")
+    assert verdict(ib, patterns).failure_class is FailureClass.NETWORK
+
+
+def test_a_program_that_finished_after_its_scripts_typo_is_a_success(patterns: PatternSet) -> None:
+    """bash goes on after a command it cannot run: a program's own finished line after the script's 'command not
+    found', at the log's end with no exit status, is a success (heldout321); a script's own closing echo after the
+    typo is not the program's word, and the typo decides."""
+    typo = "/tmp/slurmd/job163982/slurm_script: line 19: surce: command not found\n"
+    charm = "Charm++> Running on 12 hosts\nStep 100 done\n[Partition 0][Node 0] End of program\n"
+    assert verdict(typo + charm, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict(typo + "Job finished\n", patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_a_hip_runtime_error_is_the_gpu_runtimes_not_the_programs(patterns: PatternSet) -> None:
+    """PyTorch's ROCm build says 'HIP error: <message>' where its CUDA build says 'CUDA error: ...': a traceback
+    ending so is the GPU runtime's report, not a programming error the last resort would read (heldout331)."""
+    tb = ('Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+          "    vals = torch.masked_select(x, x > 0)\n"
+          "RuntimeError: HIP error: the operation cannot be performed in the present state\n")
+    assert verdict(tb, patterns).failure_class is not FailureClass.USER_ERROR
