@@ -2438,7 +2438,7 @@ def test_a_program_that_finished_after_its_scripts_typo_is_a_success(patterns: P
     """bash goes on after a command it cannot run: a program's own finished line after the script's 'command not
     found', at the log's end with no exit status, is a success (heldout321); a script's own closing echo after the
     typo is not the program's word, and the typo decides."""
-    typo = "/tmp/slurmd/job163982/slurm_script: line 19: surce: command not found\n"
+    typo = "/var/spool/slurmd/job163982/slurm_script: line 19: surce: command not found\n"
     charm = "Charm++> Running on 12 hosts\nStep 100 done\n[Partition 0][Node 0] End of program\n"
     assert verdict(typo + charm, patterns).failure_class is FailureClass.SUCCESS
     assert verdict(typo + "Job finished\n", patterns).failure_class is FailureClass.USER_ERROR
