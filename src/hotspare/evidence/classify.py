@@ -200,6 +200,7 @@ def classify(
         or _mpd_job_wide_kill(evidence)
         or _finished_after_numerics(status, evidence, lines)
         or _finished_after_script_error(status, evidence, lines)
+        or _custodian_recovered(status, evidence, lines)
         or _first_root(evidence, progress)
         or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
@@ -1979,12 +1980,41 @@ def _finished_after_script_error(status: ExitStatus | None, evidence: tuple[Evid
     return decision if done is not None and done.pattern != _GENERIC_FINISHED else None
 
 
+def _custodian_recovered(status: ExitStatus | None, evidence: tuple[Evidence, ...],
+                         lines: int | None) -> _Decision | None:
+    """custodian (the Materials Project's job wrapper) ran its jobs to the end after correcting every failure it
+    met: no exit status, its closing 'Run completed. Total time taken = ...' (custodian.run_completed) among the
+    log's last :data:`_FINISHED_LINES` lines, every failure line before a later 'Starting job no. N (X) attempt no.
+    M.' (custodian.attempt_started: custodian goes on to another attempt or job only after its handlers corrected
+    the error), none after the last such start, and none of its words for giving up (custodian.stop_words: an
+    unrecoverable handler error, too many corrections), which it logs before the same closing line: the run is a
+    success (heldout342: an srun 'task 0: Aborted' of Q-Chem at its optimisation-cycle limit, corrected and rerun
+    to the end). A failure line seen more than once (its count) may hide a repeat after the restart: not read."""
+    if status is not None or lines is None:
+        return None
+    done = max((e.line for e in evidence if e.pattern == _CUSTODIAN_DONE), default=None)
+    if done is None or lines - done >= _FINISHED_LINES or any(e.pattern == _CUSTODIAN_STOP for e in evidence):
+        return None
+    restart = max((line for e in evidence if e.pattern == _CUSTODIAN_ATTEMPT
+                   for line in (e.line, e.last_line or e.line) if line < done), default=None)
+    failures = [e for e in evidence if e.failure_class is not None]
+    if restart is None or not failures or any(e.line > restart or e.count > 1 for e in failures):
+        return None
+    return _Decision(FailureClass.SUCCESS, (), f"no exit status; custodian corrected each failure, started another "
+                     f"attempt after it and ended its run at line {done}", line=done)
+
+
+_CUSTODIAN_DONE = "custodian.run_completed"
+_CUSTODIAN_ATTEMPT = "custodian.attempt_started"
+_CUSTODIAN_STOP = "custodian.stop_words"
+
+
 #: A batch script's shell that could not run one of its commands: before the program's own finished word, a line
 #: the script went on after (:func:`_finished_after_script_error`).
 _SCRIPT_COMMAND = "python.script_command_error"
 _GENERIC_FINISHED = "generic.program_finished_words"
 #: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
-_FINISHED = LAST_KEPT  # the same patterns: the scanner keeps their last line for this rule
+_FINISHED = LAST_KEPT - {"custodian.attempt_started"}  # the scanner keeps their last line for this rule
 #: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
 _NUMERICAL_WORDS = "generic.numerical_failure_words"
 #: The shell's 'real/user/sys' report of a timed command (bash's time keyword, time -p): after a finished line, not

@@ -33,11 +33,13 @@ def text_key(text: bytes) -> bytes:
 #: Patterns whose last line matters, not only their first: a repeat is recorded (Evidence.last_line) and the scanner
 #: does not merely count it. A program's word that it finished is read only near the log's end
 #: (classify._said_it_finished), and each rank of a job prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's
-#: 'Normal termination' after each of its steps).
+#: 'Normal termination' after each of its steps). custodian's start of each attempt is kept to its last as well
+#: (classify._custodian_recovered: a failure before the last restart was corrected); it is no finished word.
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
-                       "hydra.cpi_finished", "wrf.success_complete", "alps.app_resources"})
+                       "hydra.cpi_finished", "wrf.success_complete", "alps.app_resources",
+                       "custodian.attempt_started"})
 
 
 @dataclass(frozen=True, slots=True)
