@@ -2451,3 +2451,17 @@ def test_a_hip_runtime_error_is_the_gpu_runtimes_not_the_programs(patterns: Patt
           "    vals = torch.masked_select(x, x > 0)\n"
           "RuntimeError: HIP error: the operation cannot be performed in the present state\n")
     assert verdict(tb, patterns).failure_class is not FailureClass.USER_ERROR
+
+
+def test_custodian_that_corrected_a_failure_and_ran_on_is_a_success(patterns: PatternSet) -> None:
+    """custodian starts another attempt only after its handlers corrected the error: a failure before the last
+    'Starting job no. N (...) attempt no. M.' and its closing 'Run completed' at the log's end is a success
+    (heldout342); a failure after the last start, or its words for giving up, keep the failure."""
+    first = "INFO:custodian.custodian:Starting job no. 1 (QCJob) attempt no. 1. Errors thus far = 0.\n"
+    crash = "srun: error: nid04298: task 0: Aborted\n"
+    again = "INFO:custodian.custodian:Starting job no. 1 (QCJob) attempt no. 2. Errors thus far = 1.\n"
+    done = "INFO:custodian.custodian:Run completed. Total time taken = 0:41:07.\n"
+    assert verdict(first + crash + again + done, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict(first + again + crash + done, patterns).failure_class is not FailureClass.SUCCESS
+    gave_up = "ERROR:custodian.custodian:Unrecoverable error for handler: QChemErrorHandler\n"
+    assert verdict(first + crash + again + gave_up + done, patterns).failure_class is not FailureClass.SUCCESS
