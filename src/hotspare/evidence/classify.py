@@ -674,16 +674,9 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         refusal = _ssh_refusal_below(ev, evidence)  # a failed ssh bootstrap that relays ssh's own refusal
         if ev.failure_class is FailureClass.USER_ERROR or refusal is not None:
             return _user_error(refusal or ev, evidence, progress)
-        if ev.failure_class is FailureClass.UNKNOWN:
-            # A root that says only 'it died' (a KilledWorker, a worker lost) yields to the program's own error
-            # anywhere in the log: the worker died of the missing module.
-            mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
-                            and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
-                            and not _setup_line(e) and not _halted_at_lost_worker(e, evidence)
-                            and not _halted_without_error(e, evidence)
-                            and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
-            if mistake is not None:
-                return _user_error(mistake, evidence, progress)
+        said = _died_of(ev, evidence, progress) if ev.failure_class is FailureClass.UNKNOWN else None
+        if said is not None:
+            return said
         if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
             # A lost connection or a failed launch names a lead, not a dead node: until a probe or the scheduler
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
@@ -694,6 +687,25 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         why = f"{root.pattern} at line {root.line}: {root.text[:120]}"
         return _Decision(root.failure_class or ev.failure_class, (), why,
                          from_status=summary, line=root.line if summary else None)
+    return None
+
+
+def _died_of(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
+    """What a root that says only 'it died' (a KilledWorker, a worker lost) yields to, below it: the program's own
+    error anywhere in the log (the worker died of the missing module), or the dead worker's own word for why it
+    exited, relayed below the master's 'Worker N terminated.' (the worker's stderr under srun or in its job's output,
+    :data:`_WORKER_EXIT_REASONS`): that reason decides, as the mistake does."""
+    mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
+                    and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
+                    and not _setup_line(e) and not _halted_at_lost_worker(e, evidence)
+                    and not _halted_without_error(e, evidence)
+                    and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
+    if mistake is not None:
+        return _user_error(mistake, evidence, progress)
+    told = next((e for e in evidence if e.pattern in _WORKER_EXIT_REASONS and e.line > ev.line), None)
+    if told is not None and told.failure_class is not None:
+        return _Decision(told.failure_class, (), f"{told.pattern} at line {told.line}, the lost worker's "
+                         f"own reason for exiting: {told.text[:120]}")
     return None
 
 
@@ -1170,6 +1182,12 @@ _KILLED_STATUS = frozenset({"kernel.exit_code_sigkill", "generic.negative_status
 #: master reading from a closed worker connection), and how many lines below it R's own halt may stand ('Error in
 #: unserialize(socklist[[n]]) : error reading from connection', 'Calls: ...', 'Execution halted').
 _R_LOST_WORKER = "rlang.parallel_worker_lost"
+
+#: A worker's own report of why it is exiting, printed by the worker process itself: Julia Distributed's worker that
+#: waited in vain for the master to connect ('Master process (id 1) could not connect within 60.0 seconds.', then
+#: exit(1); stdlib Distributed src/cluster.jl check_master_connect). Below the master's word that it lost that
+#: worker ('Worker 81 terminated.', generic.julia_worker_terminated), it says why the worker died (heldout345).
+_WORKER_EXIT_REASONS = frozenset({"generic.julia_worker_master_not_connected"})
 _R_HALT_LINES = 3
 
 
