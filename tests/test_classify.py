@@ -2465,3 +2465,13 @@ def test_custodian_that_corrected_a_failure_and_ran_on_is_a_success(patterns: Pa
     assert verdict(first + again + crash + done, patterns).failure_class is not FailureClass.SUCCESS
     gave_up = "ERROR:custodian.custodian:Unrecoverable error for handler: QChemErrorHandler\n"
     assert verdict(first + crash + again + gave_up + done, patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_a_lost_julia_worker_yields_to_its_own_reason_below(patterns: PatternSet) -> None:
+    """Julia's master says only 'Worker N terminated.' (a lost worker: unknown, retried); the worker's own reason
+    relayed below it (Distributed's 'Master process (id 1) could not connect within 60.0 seconds.') decides
+    (heldout345)."""
+    lost = "Worker 2 terminated.\nERROR: LoadError: ProcessExitedException(2)\n"
+    assert verdict(lost, patterns).failure_class is FailureClass.UNKNOWN
+    told = lost + "Master process (id 1) could not connect within 60.0 seconds.\nexiting.\n"
+    assert verdict(told, patterns).failure_class is FailureClass.NETWORK
