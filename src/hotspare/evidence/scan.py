@@ -63,8 +63,8 @@ MAX_WRAP_PIECES = 4
 #: A mail reply's quote marks at the start of a line ('> ', '> > ', '>>').
 _QUOTE = re.compile(rb"[ \t]*>(?:[ \t]*>)*[ \t]?")
 #: How a logger or a collector opens each line it writes: a date and time (ISO, a CI runner's, syslog's), a time of
-#: day, a bracketed tag ('[rank3]:', '[2024-05-01 12:00:00]', '[pod/x/y]'), behind a quote's marks or an indent. Narrower than
-#: LINE_PREFIX on purpose: its host, level and gutter items are words a program's own line opens with too.
+#: day, a bracketed tag ('[rank3]:', '[2024-05-01 12:00:00]', '[pod/x/y]'), behind a quote's marks or an indent.
+#: Narrower than LINE_PREFIX on purpose: its host, level and gutter items are words a program's line opens with too.
 _STAMP = re.compile(rb"[ \t>]*(?:\[[^\]\n]{1,80}\]|[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}[0-9.,]*Z?"
                     rb"|[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}|[0-9]{2}:[0-9]{2}:[0-9]{2})")
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
