@@ -442,8 +442,10 @@ def test_engines_agree_on_examples_far_into_a_line() -> None:
 
 def test_windows_line_ends_read_as_unix_ones() -> None:
     """A log with \\r\\n line ends (a Windows file, text a web form posted) gives the evidence its \\n form gives,
-    line numbers included: its \\r is no second break, which would part wrapped lines and widen every "within"."""
-    corpus = _corpus()
+    line numbers included: its \\r is no second break, which would part wrapped lines and widen every "within".
+    Every other corpus text (the even ones; the curly-quote and web-page rewrites read the odd ones): the corpus
+    grows every session and each rewrite reads the whole text again."""
+    corpus = _corpus()[::2]
     assert len(corpus) > 400
     for name, data in corpus:
         if b"\r" in data:
@@ -454,8 +456,9 @@ def test_windows_line_ends_read_as_unix_ones() -> None:
 
 def test_curly_quotes_read_as_the_straight_ones_a_program_printed() -> None:
     """A forum, a mail archive or a word processor curls quotes (U+2018/U+2019, U+201C/U+201D): every corpus text
-    with its quotes curled gives the evidence its printed form gives, line numbers included."""
-    corpus = _corpus()
+    with its quotes curled gives the evidence its printed form gives, line numbers included (the odd texts: the
+    CR LF rewrite reads the even ones)."""
+    corpus = _corpus()[1::2]
     curled = 0
     for name, data in corpus:
         if b"'" not in data and b'"' not in data:
@@ -486,8 +489,8 @@ def test_no_break_spaces_read_as_the_spaces_a_program_printed() -> None:
 
 def test_a_log_copied_from_a_web_pages_source_reads_as_printed() -> None:
     """HTML's escapes of &, quotes, < and > (a log copied from a page's source, a mail archive's HTML) give the
-    evidence the printed text gives, line numbers included."""
-    corpus = _corpus()
+    evidence the printed text gives, line numbers included (the odd texts: the CR LF rewrite reads the even ones)."""
+    corpus = _corpus()[1::2]
     escaped = 0
     for name, data in corpus:
         page = (data.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;").replace(b'"', b"&quot;")
