@@ -1136,7 +1136,14 @@ _WENT_ON = re.compile(r"(?i)\bignor(?:ed|ing)\b|\bskipp(?:ed|ing)\b|\bcontinuing
                       # followed by the error itself ('Error Log: `... out of memory ...`', an issue template's field
                       # with the log pasted after it) is the error, and is read
                       rf"^{LINE_PREFIX}\s*(?:error|stderr)[ _](?:file|log|path)s?\s*[:=][ \t]*"
-                      r"(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$")
+                      r"(?:[\"'`]?[^\s\"'`]*[\"'`]?)?[ \t]*$|"
+                      # dmidecode's inventory of the memory and caches, each attribute on its own tab-indented line
+                      # (dmioutput.c pr_attr: printf("\t%s: ", name)), three of them named from the word 'Error':
+                      # 'Error Correction Type: Multi-bit ECC' (dmidecode.c dmi_decode, types 7 and 16), 'Error
+                      # Detecting Method: Parity' (type 5), 'Error Information Handle: Not Provided'
+                      # (dmi_memory_array_error_handle; read at mirror/dmidecode b70f6ee). A node-inventory script
+                      # prints them in every log (heldout351): what the hardware supports, not an error
+                      rf"^{LINE_PREFIX}\s*Error (?:Correction Type|Detecting Method|Information Handle): ")
 
 
 # A job script's housekeeping that found nothing to do: `ls` of a checkpoint a first run has not written yet, `rm`
