@@ -775,7 +775,8 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
         if storage is not None:
             return storage
     quoted = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES
-                                and not _read_otherwise_by_its_program(e, evidence)), None)
+                                and not _read_otherwise_by_its_program(e, evidence)), None) or _appended_oom(
+                                    ev, evidence)
     if quoted is not None:
         return quoted
     if ev.pattern == _NCCL_RELAY and _NCCL_RELAYED_CUDA.search(ev.text):
@@ -818,6 +819,14 @@ def _read_otherwise_by_its_program(ev: Evidence, evidence: tuple[Evidence, ...])
 #: own fault (NCCL's ncclUnhandledCudaError 'unhandled cuda error', then 'Last error:' and "Cuda failure 'unspecified
 #: launch failure'"; a socket's error printed beside the uncorrectable NVLink error that broke the rank).
 _QUOTABLE_CAUSES = frozenset({FailureClass.OOM, FailureClass.GPU_HW})
+
+
+def _appended_oom(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """XLA's one-line form, 'NCCL operation <call> failed: unhandled cuda error ... Last NCCL warning(error) log entry
+    (may be unrelated) ' + ncclGetLastError + "'.", appends NCCL's last WARN (src/debug.cc ncclDebugLog saves it) to
+    its own line: a CUDA allocation it quotes there (nccl.cuda_out_of_memory) decides, as below (heldout355)."""
+    return next((e for e in evidence if e.line == ev.line and e.pattern == _NCCL_CUDA_OOM and e.role is Role.ROOT),
+                None)
 
 
 def _quoted_below(
