@@ -653,6 +653,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
+        if ev.pattern == _NEXTFLOW_STATS_OK and any(e.pattern == _NEXTFLOW_ABORTED for e in evidence):
+            continue  # Nextflow's end-of-run counts after Session.abort: a script error can abort with no task failed
         if _passed_over(ev, evidence):
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
         if ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence) or _crashed_after_notice(ev, evidence):
@@ -919,6 +921,10 @@ _QUOTED_CAUSE_LINES = 4
 #: ('finished with 143'): beside the second, the first is a wrapper script's exit, which caught its program's failure.
 _EXIT_ZERO, _NONZERO_EXIT = "generic.job_exit_status_zero", "generic.nonzero_exit_reported"
 
+#: Nextflow's end-of-run stats with no failed task, and the log line Session.abort writes (any abort: a task's
+#: failure, a script error, a signal): after an abort the counts are no success.
+_NEXTFLOW_STATS_OK = "nextflow.workflow_stats_no_failure"
+_NEXTFLOW_ABORTED = "nextflow.session_aborted"
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "kubernetes.container_exit_code_137",
@@ -932,6 +938,7 @@ _STATUS_ONLY = frozenset({
     "kubernetes.kfp_launcher_condition_succeeded", "torchrun.agent_worker_group_succeeded",
     "torchrun.worker_status_succeeded",
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
+    "nextflow.workflow_stats_no_failure",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
