@@ -2499,3 +2499,25 @@ def test_dmidecodes_error_attributes_are_an_inventory_not_an_error(patterns: Pat
     assert verdict(inventory + "job exited with status 1\n", patterns).failure_class is not FailureClass.USER_ERROR
     assert verdict(inventory + "Error: input deck 'run.in' not found\n",
                    patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_an_out_of_memory_nccl_warning_appended_to_xlas_line_decides(patterns: PatternSet) -> None:
+    """XLA's one-line NCCL error appends NCCL's last warning to its own line: a CUDA allocation failure quoted there
+    is the cause, as it is on a line below (heldout355); without it the line stays NCCL's."""
+    head = ("NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details).")
+    tail = "; current tracing scope: all-reduce-start.285\n"
+    appended = head + " Last NCCL warning(error) log entry (may be unrelated) 'Cuda failure 2 'out of memory''." + tail
+    assert verdict(appended, patterns).failure_class is FailureClass.OOM
+    assert verdict(head + tail, patterns).failure_class is not FailureClass.OOM
+
+
+def test_nextflows_stats_after_an_aborted_session_are_no_success(patterns: PatternSet) -> None:
+    """Nextflow's end-of-run stats with no failed task are a success (heldout360), but not after Session.abort: a
+    script error aborts the run with no task failed."""
+    stats = ("Apr-28 16:03:24.683 [main] DEBUG nextflow.trace.StatsObserver - Workflow completed > WorkflowStats"
+             "[succeedCount=9; failedCount=0; ignoredCount=0; cachedCount=2; succeedDuration=2h 24m 18s]\n")
+    aborted = ("Apr-28 15:10:14.132 [main] DEBUG nextflow.Session - Session aborted -- Cause: Unknown variable "
+               "'vcf_to_whole_gcta_grm'\n")
+    assert verdict(stats, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict(aborted + stats, patterns).failure_class is not FailureClass.SUCCESS
