@@ -944,6 +944,7 @@ _STATUS_ONLY = frozenset({
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
     "flux.broker_rc2_success", "slurm.srun_tasks_completed",
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
+    "kubernetes.training_sdk_status_succeeded", "ray.job_cli_succeeded",
     "generic.ezpz_execution_finished_zero",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
