@@ -2521,3 +2521,15 @@ def test_nextflows_stats_after_an_aborted_session_are_no_success(patterns: Patte
                "'vcf_to_whole_gcta_grm'\n")
     assert verdict(stats, patterns).failure_class is FailureClass.SUCCESS
     assert verdict(aborted + stats, patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_a_reframe_sanity_error_of_a_job_that_never_ran_is_no_program_error(patterns: PatternSet) -> None:
+    """ReFrame's sanity error that only says the job's output file is missing, in a FAILURE INFO whose node list
+    is None: the job was never placed, so no output of the program was judged (heldout365); with a node list, the
+    same missing file is the test's own verdict."""
+    def report(nodes: str) -> str:
+        return ("FAILURE INFO for stream_build_test (run: 1/1)\n"
+                f"  * Node list: {nodes}\n  * Job type: batch job (id=70)\n  * Failing phase: sanity\n"
+                "  * Reason: sanity error: rfm_job.out: No such file or directory\n")
+    assert verdict(report("None"), patterns).failure_class is FailureClass.UNKNOWN
+    assert verdict(report("pacu01"), patterns).failure_class is FailureClass.USER_ERROR
