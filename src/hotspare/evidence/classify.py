@@ -2095,6 +2095,9 @@ _WHOLE_LINE = frozenset({"hydra.cpi_finished"})
 #: the finish in a condition or in the past of something else.
 _NOT_FINISHED = re.compile(r"(?i)\b(?:but|before|until|not|never|unless|if|whether|fail\w*|error\w*|abort\w*|"
                            r"warning|wait\w*)\b|(?:exit|return) ?(?:code|status|value)\D{0,8}[1-9]|"
+                           # Open MPI's '%s job %s terminated normally, but %d process returned a non-zero exit
+                           # code' (orte errmgr/state help [normal-termination-but]): an abort banner, even cut short
+                           r"\b(?:primary|child) job +(?:\S+ +)?terminated normally|"
                            r"(?:exit|return) ?(?:code|status|value) (?:of |is |was )?(?:None|null|unknown)\b")
 
 
