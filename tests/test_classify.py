@@ -2533,3 +2533,13 @@ def test_a_reframe_sanity_error_of_a_job_that_never_ran_is_no_program_error(patt
                 "  * Reason: sanity error: rfm_job.out: No such file or directory\n")
     assert verdict(report("None"), patterns).failure_class is FailureClass.UNKNOWN
     assert verdict(report("pacu01"), patterns).failure_class is FailureClass.USER_ERROR
+
+
+def test_open_mpis_terminated_normally_banner_is_no_finished_word(patterns: PatternSet) -> None:
+    """ORTE prints 'Primary job  terminated normally, but 1 process returned a non-zero exit code' only for a job it
+    aborted: the banner, even cut short by a poster ('Primary job terminated normally......'), is never the
+    program's word that it finished (heldout369)."""
+    for banner in ("Primary job terminated normally......\n",
+                   "Primary job  terminated normally, but 1 process returned\n",
+                   "Child job 2 terminated normally, but 1 process returned\n"):
+        assert verdict(banner, patterns).failure_class is not FailureClass.SUCCESS, banner
