@@ -2543,3 +2543,15 @@ def test_open_mpis_terminated_normally_banner_is_no_finished_word(patterns: Patt
                    "Primary job  terminated normally, but 1 process returned\n",
                    "Child job 2 terminated normally, but 1 process returned\n"):
         assert verdict(banner, patterns).failure_class is not FailureClass.SUCCESS, banner
+
+
+@pytest.mark.parametrize("done", ["Job 'raysubmit_W8nYZjW4HEFG6Mqa' succeeded\n",
+                                  "NAME                 STATE                TIME\n"
+                                  "pytorch-simple       Succeeded            2024-01-01 10:00:00\n"])
+def test_a_job_clients_final_success_is_a_status_a_failure_line_overrides(patterns: PatternSet, done: str) -> None:
+    """The Ray Jobs CLI's "Job '<id>' succeeded" and the Kubeflow training SDK's Succeeded row are the job's final
+    status (heldout366): alone, a success; a failure line anywhere in the log (here one the OOM killer wrote after
+    it) still decides, as it does beside an exit 0."""
+    assert verdict(done, patterns).failure_class is FailureClass.SUCCESS
+    killed = "Memory cgroup out of memory: Killed process 1234 (python) total-vm:1234kB\n"
+    assert verdict(done + killed, patterns).failure_class is FailureClass.OOM
