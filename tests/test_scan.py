@@ -406,9 +406,9 @@ def need_hyperscan() -> None:
 @pytest.mark.parametrize("part", range(4))
 def test_engines_agree_on_every_corpus_text(part: int) -> None:
     """The Hyperscan engine and the RE2 word keys yield the same evidence, line counts and progress on every corpus
-    text, and the RE2 engine's on every other one (alternate texts of each part: the RE2 engine checks each candidate
-    line against the set of every pattern, milliseconds a line, and the corpus grows every session), read plainly
-    and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers share)."""
+    text, and the RE2 engine's on every third one (and on every wrapped text read plainly: the RE2 engine checks
+    each candidate line against the set of every pattern, milliseconds a line, and the corpus grows every session),
+    read plainly and with wrapped-line rejoining (in four parts, each every fourth text, which the test workers share)."""
     need_hyperscan()
     corpus = _corpus()[part::4]
     assert len(corpus) > 100
@@ -420,10 +420,10 @@ def test_engines_agree_on_every_corpus_text(part: int) -> None:
         for wrap in wraps:
             fast = scan(data, PATTERNS, wrap_width=wrap, engine="hyperscan")
             assert scan(data, PATTERNS, wrap_width=wrap, engine="words") == fast, name
-            if index % 2 == 0 or wrap is None:
+            if index % 3 == 0 or wrap is None:
                 referenced += 1
                 assert fast == scan(data, PATTERNS, wrap_width=wrap, engine="re2"), name
-    assert widths > 2 and referenced > len(corpus) // 2
+    assert widths > 2 and referenced > len(corpus) // 3
 
 
 def test_engines_agree_on_examples_far_into_a_line() -> None:
@@ -595,35 +595,29 @@ def test_a_whole_file_counts_repeats_as_the_stream_does(tmp_path: Path) -> None:
     assert scan(path, PATTERNS) == streamed
 
 
-@pytest.mark.parametrize("limit", [0, 32])
-def test_a_block_flagging_many_patterns_is_left_to_re2(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
-    """Past MAX_FLAGGED patterns flagged in one block, the RE2 prefilter takes the block: same evidence. Each
-    candidate line it finds is then put to the Hyperscan probe alone (HyperscanLines.line_patterns): a line flagging
-    no more than MAX_FLAGGED is matched against the patterns it flags (limit 32: most example lines), one flagging
-    more against the RE2 set of every pattern (limit 0: every line but those only a pattern no word keys finds;
-    milliseconds a line, so a third of the examples; the examples flag some 770 forms together, a median of 15 a
-    line)."""
+def test_a_block_or_line_flagging_most_patterns_keeps_its_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block flagging hundreds of forms (every third example, one line each) and one line holding many examples
+    get a pass per flagged form, never the RE2 prefilter of every pattern (at ~1,090 patterns it read tens of kB a
+    second: a block of the corpus's failure text once fell to it past 64 forms), and the same evidence as the RE2
+    reference; the long line is matched against the patterns it flags only."""
     need_hyperscan()
-    data = b"".join(text.encode("utf-8") + b"\n" for _, text in EXAMPLES[::3])
+    examples = [text.encode("utf-8") for _, text in EXAMPLES[::3]]
+    data = b"".join(text + b"\n" for text in examples)
     expected = scan(data, PATTERNS, engine="re2")
-    monkeypatch.setattr(multi, "MAX_FLAGGED", limit)
-    answers: list[frozenset[int] | None] = []
-    probe = multi.HyperscanLines.line_patterns
 
-    def noting(self: multi.HyperscanLines, line: bytes) -> frozenset[int] | None:
-        answers.append(probe(self, line))
-        return answers[-1]
+    def refused(self: multi.Re2Lines, text: bytes) -> list[multi.Candidate]:
+        raise AssertionError("the RE2 prefilter of every pattern was asked")
 
-    monkeypatch.setattr(multi.HyperscanLines, "line_patterns", noting)
+    monkeypatch.setattr(multi.Re2Lines, "candidates", refused)
+    finder = line_finder(PATTERNS, "hyperscan")
+    _, flagged = finder._probe_block(data)  # type: ignore[attr-defined]
+    assert len(flagged) > 200
     assert scan(data, PATTERNS, engine="hyperscan") == expected
-    named = [answer for answer in answers if answer is not None]
-    if limit == 0:
-        # a line flagging no form at all is named: only the patterns no word keys (searched on every block) find it
-        always = {i for i, p in enumerate(PATTERNS.event_patterns)
-                  if p.qualname in line_finder(PATTERNS, "hyperscan").always_searched()}  # type: ignore[attr-defined]
-        assert answers and all(answer <= always for answer in named), named
-    else:
-        assert len(named) > len(answers) // 2
+    line = b" ; ".join(text for text in examples[:120] if not re.search(rb"\x1b\]|[\r\n]", text))
+    named = finder.line_patterns(line)  # type: ignore[attr-defined]
+    assert named is not None and len(named) > 64
+    matched = {i for i, p in enumerate(PATTERNS.event_patterns) if p.compiled.search(line) is not None}
+    assert matched <= named
 
 
 def test_a_combination_of_flagged_patterns_gets_a_set_only_once_asked_for_often() -> None:

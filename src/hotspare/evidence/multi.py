@@ -17,9 +17,11 @@ A pattern some match of which holds no such word is keyed by a rare punctuation 
 shell prompt's ``@``), looked for with a byte search; one with neither is searched on every block, in a pass of
 its own: the probe holds literals only, which Hyperscan compiles in a tenth of the memory of any other set.
 One Hyperscan cannot compile, or whose prefilter holds non-ASCII text (RE2 folds case by Latin-1 rules,
-Hyperscan by ASCII ones), is searched by RE2. A block where more than :data:`MAX_FLAGGED` patterns are
-flagged (words that log is full of) is left to the RE2 prefilter, whose one pass then costs less than many
-small ones.
+Hyperscan by ASCII ones), is searched by RE2. However many forms a block flags, each gets its pass: a block
+that once flagged more than 64 was left to the RE2 prefilter of every pattern, whose one pass was meant to cost
+less than many small ones, but at ~1,090 patterns that prefilter's automaton outgrows its memory and reads
+tens of kB a second (the corpus's 5.6 MB of failure text as one log: 154 CPU seconds, against 9 with a pass per
+flagged form; ``benchmarks/scan_vs_grep.py --dense``).
 
 Compiled databases are kept between runs (:data:`CACHE_VAR`): a run then loads them instead of paying
 Hyperscan's compiler in time and memory.
@@ -79,12 +81,6 @@ Engine = Literal["auto", "hyperscan", "words", "re2"]
 #: Compiled databases are kept between runs in the cache (:mod:`hotspare.evidence.cache`; Hyperscan's
 #: compiler takes milliseconds a pattern and megabytes of memory): this variable names it, "" keeps none.
 CACHE_VAR = cache.CACHE_VAR
-#: Most patterns flagged in one block before the RE2 prefilter takes that block instead. The RE2 prefilter's
-#: cost grows with the rule set (its DFA covers every pattern): at ~480 patterns a dense tail's blocks (a
-#: traceback and a teardown line per rank flag ~35 patterns) took 1.2 s and 89 MB that way, against 0.64 s and
-#: 45 MB with one pass per flagged pattern (32 was the limit at ~260 patterns).
-MAX_FLAGGED = 64
-
 #: (start, end) of a line in a block and the patterns that flagged it; None: check it against every pattern
 #: (an OSC line, a line several prefilters flagged, or any line the RE2 engine found).
 Candidate = tuple[int, int, frozenset[int] | None]
@@ -137,7 +133,6 @@ class KeyedLines:
     name = "keyed"
 
     def __init__(self, patterns: PatternSet) -> None:
-        self._fallback = Re2Lines(patterns)
         self._patterns = patterns
         # Patterns sharing a prefilter form (one format's variants) share its pass and its reports.
         derived = _derived([p.regex for p in patterns.event_patterns], patterns.commonness)
@@ -222,27 +217,16 @@ class KeyedLines:
         del database
         return None
 
-    def _max_flagged(self) -> int | None:
-        """Most forms a block may flag before its lines go to the RE2 prefilter of every pattern instead (None:
-        never)."""
-        return None
-
     def candidates(self, text: bytes) -> list[Candidate]:
         """Candidate lines of ``text`` with the patterns that flagged each."""
         osc, flagged = self._probe_block(text)
-        limit = self._max_flagged()
-        if limit is not None and len(flagged) > limit:
-            return self._fallback.candidates(text)
         return self._search(text, osc, flagged)
 
     def line_patterns(self, line: bytes) -> frozenset[int] | None:
-        """The patterns one line (no break in it) may match; None when it flags more than :meth:`_max_flagged`
-        forms, or an OSC string, for then every pattern is to be checked."""
+        """The patterns one line (no break in it) may match, however many it flags; None for an OSC string, for
+        then every pattern is to be checked."""
         text = line + b"\n"
         osc, flagged = self._probe_block(text)
-        limit = self._max_flagged()
-        if limit is not None and len(flagged) > limit:
-            return None
         found = self._search(text, osc, flagged)
         return found[0][2] if len(found) == 1 else frozenset() if not found else None
 
@@ -314,7 +298,7 @@ class KeyedLines:
 
 class HyperscanLines(KeyedLines):
     """Hyperscan's literal matcher for the word pass, then a Hyperscan pass per flagged form (RE2 for a form
-    Hyperscan cannot take); a block flagging more than :data:`MAX_FLAGGED` forms goes to the RE2 prefilter."""
+    Hyperscan cannot take)."""
 
     name = "hyperscan"
 
@@ -325,9 +309,6 @@ class HyperscanLines(KeyedLines):
 
     def _make_probe(self, words: list[tuple[str, bool]]) -> None:
         self._probe = _probe_database(words)
-
-    def _max_flagged(self) -> int | None:
-        return MAX_FLAGGED
 
     def _seen(self, text: bytes) -> tuple[set[int], bool]:
         hits: list[tuple[int, int]] = []
