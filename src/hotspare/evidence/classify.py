@@ -1588,6 +1588,10 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
 #: libstdc++'s verbose terminate handler (libsupc++/vterminate.cc __gnu_cxx::__verbose_terminate_handler): it prints
 #: "terminate called after throwing an instance of 'T'" and "  what():  MSG", then calls abort() in the same process.
 _TERMINATE = re.compile(r"\bterminate called after throwing an instance of ")
+#: The same handler's second line, "  what():  " and the exception's what() (vterminate.cc: fputs("  what():  ")): part
+#: of its report, so a pack that reads the out-of-memory only in the message (an allocator's own exception type,
+#: umpire::out_of_memory_error, whose type line no pack reads) still has the abort that follows it.
+_TERMINATE_WHAT = re.compile(r"^\s*what\(\):  \S")
 #: A crash line that says which signal or status ended the process.
 _NAMES_SIGNAL = re.compile(r"(?i:\bsignal:? [0-9]+|segmentation|bus error|floating point|illegal instruction|abort"
                            r"|\bexit(?:ed with)? (?:code|status)\b|\bexitcode\b)|\bSIG[A-Z]{2,}\b")
@@ -1595,12 +1599,13 @@ _NAMES_SIGNAL = re.compile(r"(?i:\bsignal:? [0-9]+|segmentation|bus error|floati
 
 def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``crash`` is the abort() that libstdc++'s terminate handler calls after reporting an uncaught
-    exception (``root``, the process's own out-of-memory: std::bad_alloc): the crash line comes on the line right
-    after the handler's report (its 'terminate called ...' and 'what():' lines) and names no signal. A crash
+    exception (``root``, the process's own out-of-memory: std::bad_alloc, or the 'what():' line of an exception whose
+    message says it, heldout379's umpire::out_of_memory_error): the crash line comes on the line right after the
+    handler's report (its 'terminate called ...' and 'what():' lines) and names no signal. A crash
     handler's first line names none (Open MPI's '[host:pid] *** Process received signal ***', opal/util/stacktrace.c,
     its 'Signal: Aborted (6)' on the next line), but nothing can come between the handler's report and its abort in
     the same stream; a crash a few lines later may be a peer's."""
-    if not _TERMINATE.search(root.text) or _NAMES_SIGNAL.search(crash.text):
+    if not (_TERMINATE.search(root.text) or _TERMINATE_WHAT.search(root.text)) or _NAMES_SIGNAL.search(crash.text):
         return False  # a line that says which signal ('died from signal 11') is read by what it says
     end = root.line
     for e in sorted(evidence, key=lambda x: x.line):
