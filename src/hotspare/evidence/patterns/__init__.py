@@ -71,6 +71,9 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: opened with ``#`` into a heading: Google Code's export shows ``## python: can't open file ...``), and the
 #: backquotes that open Markdown code: one for inline code (a line quoted as `...` in an issue or a forum post),
 #: three for a block whose first line was pasted on the fence itself (```host: rank 0 died from signal 11```).
+#: A Markdown emphasis opener is taken too: ``**`` (bold) and a single ``_`` or ``*`` (italics; RE2 has no
+#: lookahead to ask for the letter that should follow it): a poster who wraps each pasted
+#: line in ``_..._`` leaves ``_OSError: Unable to open file ..._`` (underworldcode/UWGeodynamics#230, heldout381).
 #: Taken lazily (as few as the match needs): a pattern that opens with an optional ``[host:pid] `` group of its own
 #: gets that text and captures its host, where a greedy allowance would swallow it as a ``[...]`` tag. glog's and
 #: Abseil's ``E0527
@@ -94,7 +97,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 LINE_SUFFIX = r"[ \t]*$"
 
 LINE_PREFIX = (
-    r"[ \t]*(?:=*>[ \t]*){0,4}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*)?(?:(?:"
+    r"[ \t]*(?:=*>[ \t]*){0,4}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*|[*_])?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
