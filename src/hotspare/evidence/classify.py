@@ -412,6 +412,10 @@ def _launcher_assert(ev: Evidence) -> bool:
 # Open MPI's crash handler saying the fault signal came from another process's kill() (si_code SI_USER).
 _SENT_FAULT = "openmpi.opal_signal_sent_by_process"
 _SENT_FAULT_LINES = 3
+#: The frames Open MPI's handler prints below its head ('[host:pid] [ n] ...', opal_show_stackframe): at most the 32
+#: of opal_backtrace_print's buffer, so a sent signal's report spans the head, a few code lines and those frames.
+_HANDLER_FRAME = "openmpi.opal_signal_handler_frame"
+_HANDLER_FRAME_LINES = 40
 
 
 #: A transport library's own log line ending in its status string for a failed operation: UCX's 'Input/output
@@ -464,12 +468,15 @@ def _without_amrex_own_aborts(evidence: tuple[Evidence, ...]) -> tuple[Evidence,
 def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """Drop crash lines that the handler's next lines say were sent from outside: a SIGSEGV/SIGBUS/SIGILL/SIGFPE
     whose si_code is SI_USER ('Signal code:  (0)' within a few lines, same host) was kill()ed into the process (a
-    ``timeout -s SEGV``, a watchdog), not a fault of its own, so it names no origin."""
+    ``timeout -s SEGV``, a watchdog), not a fault of its own, so it names no origin; nor do the backtrace frames the
+    handler prints below that line for the same host."""
     sent = [e for e in evidence if e.pattern == _SENT_FAULT]
     if not sent:
         return evidence
     return tuple(e for e in evidence if not (_is_crash(e) and any(
-        0 < s.line - e.line <= _SENT_FAULT_LINES and s.host == e.host for s in sent)))
+        (0 < s.line - e.line <= _SENT_FAULT_LINES
+         or (e.pattern == _HANDLER_FRAME and 0 < e.line - s.line <= _HANDLER_FRAME_LINES)) and s.host == e.host
+        for s in sent)))
 
 
 def _before_crash(
@@ -669,7 +676,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
-        if _setup_line(ev) or _runtime_exit_io(ev, evidence):
+        if _setup_line(ev) or _runtime_exit_io(ev, evidence) or (
+                ev.failure_class is FailureClass.NETWORK and _heap_abort_before(ev, evidence)):
+            # glibc found the heap corrupt and aborted the process first: the connection errors reported after it
+            # are how it and its peers went down, not a network fault. Signal deaths are read by what comes first.
             # A setup line is read only when nothing else decides (_setup_failed); a Fortran runtime's I/O error as
             # it closes its units ending a rank that crashed is that crash's exit: the crash decides.
             continue
@@ -1302,6 +1312,18 @@ def _library_fatal_abort(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev`` is a summary's fatal words in a log whose exit status says the process was SIGKILLed."""
     return ev.pattern == "generic.program_fatal_words" and any(e.pattern in _KILLED_STATUS for e in evidence)
+
+
+#: glibc's malloc aborting on a corrupt heap ('double free or corruption (!prev)', 'corrupted size vs. prev_size':
+#: malloc/malloc.c malloc_printerr then abort()): the process's own memory, which no network error corrupts.
+_HEAP_ABORT = "kernel.glibc_heap_abort"
+
+
+def _heap_abort_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether glibc aborted a process on a corrupt heap before ``ev`` and before any teardown began."""
+    teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    return any(e.pattern == _HEAP_ABORT and e.line < ev.line and (teardown is None or e.line < teardown)
+               for e in evidence)
 
 
 def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
