@@ -2555,3 +2555,43 @@ def test_a_job_clients_final_success_is_a_status_a_failure_line_overrides(patter
     assert verdict(done, patterns).failure_class is FailureClass.SUCCESS
     killed = "Memory cgroup out of memory: Killed process 1234 (python) total-vm:1234kB\n"
     assert verdict(done + killed, patterns).failure_class is FailureClass.OOM
+
+
+_HEAP_ABORT_THEN_CLOSE = (
+    "double free or corruption (!prev)\n"
+    "Fatal error in PMPI_Finalize: Other MPI error, error stack:\n"
+    "PMPI_Finalize(348)...........: MPI_Finalize failed\n"
+    "MPID_nem_lmt_send_COOKIE(350): OFI tagged sendto failed "
+    "(ofi_msg.c:350:MPID_nem_ofi_iStartContigMsg:Connection refused)\n"
+)
+
+
+def test_connection_errors_after_glibc_found_the_heap_corrupt_are_its_aftermath(patterns: PatternSet) -> None:
+    """glibc's malloc aborting on a corrupt heap ('double free or corruption') is the process's own memory: the
+    connection refused that MPI_Finalize reports after it is how the ranks went down, not a network fault
+    (heldout382, pmodels/mpich#3665). The same connection error with no heap abort before it is the network's."""
+    crashed = verdict(_HEAP_ABORT_THEN_CLOSE, patterns)
+    assert crashed.failure_class is FailureClass.RANK_KILLED, crashed.reason
+    network = verdict(_HEAP_ABORT_THEN_CLOSE.split("\n", 1)[1], patterns)
+    assert network.failure_class is FailureClass.NETWORK, network.reason
+    after = verdict(_HEAP_ABORT_THEN_CLOSE.split("\n", 1)[1] + "double free or corruption (!prev)\n", patterns)
+    assert after.failure_class is FailureClass.NETWORK, after.reason
+
+
+def test_an_out_of_memory_said_only_in_terminates_what_line_names_the_host_of_the_abort(
+        patterns: PatternSet) -> None:
+    """libstdc++'s terminate handler reports an uncaught exception in two lines, 'terminate called after throwing
+    ...' and '  what():  MSG', then aborts: where only the message says out of memory (an allocator's own exception
+    type, umpire::out_of_memory_error), the abort Open MPI's handler reports next still names the host (heldout379)."""
+    log = (
+        "terminate called after throwing an instance of 'umpire::out_of_memory_error'\n"
+        "  what():  ! Umpire runtime_error [/opt/Kripke/tpl/umpire/src/umpire/alloc/CudaMallocAllocator.hpp:38]: "
+        "cudaMalloc( bytes = 169869312 ) failed with error: out of memory\n"
+        "[ccloud-gpu-hpc-1:12613] *** Process received signal ***\n"
+        "[ccloud-gpu-hpc-1:12613] Signal: Aborted (6)\n"
+        "[ccloud-gpu-hpc-1:12613] Signal code:  (-6)\n"
+        "[ccloud-gpu-hpc-1:12613] *** End of error message ***\n"
+    )
+    result = verdict(log, patterns)
+    assert result.failure_class is FailureClass.OOM, result.reason
+    assert result.blamed_hosts == (Host("ccloud-gpu-hpc-1"),), result.reason
