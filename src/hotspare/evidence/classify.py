@@ -952,7 +952,7 @@ _STATUS_ONLY = frozenset({
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
-    "flux.broker_rc2_success", "slurm.srun_tasks_completed",
+    "flux.broker_rc2_success", "flux.jobs_listing_completed", "flux.jobs_listing_failed", "slurm.srun_tasks_completed",
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
     "kubernetes.training_sdk_status_succeeded", "ray.job_cli_succeeded",
     "generic.ezpz_execution_finished_zero",
