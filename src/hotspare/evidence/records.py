@@ -40,7 +40,8 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
                        "hydra.cpi_finished", "wrf.success_complete", "alps.app_resources", "lammps.total_wall_time",
                        "nccl.tests_footer_bus_bandwidth",
-                       "python.openmm_install_check_passed", "custodian.attempt_started"})
+                       "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
+                       "custodian.attempt_started"})
 
 
 @dataclass(frozen=True, slots=True)
