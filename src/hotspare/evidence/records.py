@@ -39,14 +39,9 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
                        "hydra.cpi_finished", "wrf.success_complete", "alps.app_resources", "lammps.total_wall_time",
-<<<<<<< HEAD
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
-                       "python.openmm_install_check_passed", "custodian.attempt_started"})
-=======
-                       "nccl.tests_footer_bus_bandwidth",
                        "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
                        "custodian.attempt_started"})
->>>>>>> heldout383
 
 
 @dataclass(frozen=True, slots=True)
