@@ -2595,3 +2595,19 @@ def test_an_out_of_memory_said_only_in_terminates_what_line_names_the_host_of_th
     result = verdict(log, patterns)
     assert result.failure_class is FailureClass.OOM, result.reason
     assert result.blamed_hosts == (Host("ccloud-gpu-hpc-1"),), result.reason
+
+
+def test_a_flux_jobs_row_is_a_final_status_a_line_that_says_why_overrides(patterns: PatternSet) -> None:
+    """A `flux jobs` listing's row says how a job ended in two letters (flux-core result.c: CD completed, F
+    failed): a CD row alone is a success, an F row is none; a line that says why decides before either, wherever
+    it stands, and a listing with an F row below a CD row is no success (heldout387)."""
+    done = "    ƒCJTuUPR flux     hostname   CD      4      4   0.623s flux-sample-1,gffw-compute-a-[001-003]\n"
+    alone = verdict(done, patterns)
+    assert alone.failure_class is FailureClass.SUCCESS and not alone.retryable, alone.reason
+    failed = verdict("     ƒy5hqHZ online   flux     hostname    F      1      1   0.020s flux-sample3\n", patterns)
+    assert failed.failure_class is not FailureClass.SUCCESS, failed.reason
+    killed = verdict(done + "Out of memory: Killed process 4242 (hostname) total-vm:1024kB\n", patterns)
+    assert killed.failure_class is FailureClass.OOM, killed.reason
+    listing = verdict(done + "     ƒy5hqHZ online   flux     hostname    F      1      1   0.020s flux-sample3\n",
+                      patterns)
+    assert listing.failure_class is not FailureClass.SUCCESS, listing.reason
