@@ -217,7 +217,7 @@ def classify(
     decision = _signal_death(decision, usable, evidence, members)
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence, progress)
-        decision = _setup_failed(status, evidence) or last or _warned(evidence) or decision
+        decision = _setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence) or decision
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -456,13 +456,37 @@ _AMREX_ABORT_LINES = 3
 
 def _without_amrex_own_aborts(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """Drop AMReX's 'SIGABRT' line when an amrex::Abort or amrex::Error line stands just above it (same host):
-    the handler's report of the abort that amrex::Abort itself raised, not a crash of its own."""
+    the handler's report of the abort that amrex::Abort itself raised, not a crash of its own. When several ranks
+    abort at once their messages reach the log first and their SIGABRTs after, one for each (five messages, then
+    five SIGABRTs: AMReX-Astro/Castro 2263); the scanner keeps the first line of each with a count, so the first
+    SIGABRT may stand as many lines further down as there were messages, and is the stops' own when there are no
+    more SIGABRTs than messages. More SIGABRTs than stops: some rank crashed besides, and the line stays."""
     stops = [e for e in evidence if e.pattern in _AMREX_STOPS]
     if not stops:
         return evidence
     return tuple(e for e in evidence if not (
         e.pattern == _AMREX_SIGABRT and e.text.strip().endswith("SIGABRT")
-        and any(0 < e.line - s.line <= _AMREX_ABORT_LINES and s.host == e.host for s in stops)))
+        and any(0 < e.line - s.line <= _AMREX_ABORT_LINES + s.count - 1 and s.host == e.host
+                and (e.count <= s.count or e.line - s.line <= _AMREX_ABORT_LINES) for s in stops)))
+
+
+#: The GPU runtimes whose errors AMReX itself passes to amrex::Abort (Src/Base/AMReX_GpuError.H: 'GPU last error
+#: detected in file', 'GPU error in file', 'CUDA error N in file', 'CURAND error', 'CUFFT error', 'HIP error',
+#: 'HIPRAND error', 'rocFFT error'): not the application's own call.
+_AMREX_RUNTIME_ABORT = re.compile(r"Abort::[0-9]+::\s*(?:CUDA|HIP|GPU|CURAND|CUFFT|HIPRAND|rocFFT)\b", re.IGNORECASE)
+
+
+def _amrex_own_stop(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """An amrex::Abort that nothing else explains, once no line decided: the application called it on a check of
+    its own (Castro's check_for_nan 'State has NaNs in the density component', 'Advance was unsuccessful.', an
+    unknown input), as a program's own MPI_Abort is, so ``user_error`` (README). An abort that quotes a GPU
+    runtime's error (AMReX_GpuError.H) is AMReX reporting the device, not the program's call, and is left alone."""
+    ev = next((e for e in evidence if e.pattern == "amrex.abort_message" and not _AMREX_RUNTIME_ABORT.search(e.text)),
+              None)
+    if ev is None:
+        return None
+    return _Decision(FailureClass.USER_ERROR, (), f"{ev.pattern} at line {ev.line}, nothing else decided: the "
+                     f"application's own amrex::Abort: {ev.text[:120]}", from_status=True, line=ev.line)
 
 
 def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
@@ -870,12 +894,12 @@ def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
 # ERROR: Connection timed out while reading ...') is no mistake of the user's: the program only relayed what it was
 # told, so the stop words do not decide (another line, or the status, does: a lone relay reads unknown and is
 # retried). Header-style stops print the message on the lines below (GROMACS's 'Program: gmx mdrun, version ...'
-# block, OpenFOAM's '--> FOAM FATAL ERROR', WRF's 'FATAL CALLED FROM FILE', CP2K's '[ABORT]' box): a GPU kernel's
-# fault among them counts the same.
+# block, OpenFOAM's '--> FOAM FATAL ERROR', WRF's 'FATAL CALLED FROM FILE', CP2K's '[ABORT]' box, Parthenon's
+# '### PARTHENON ERROR' block): a GPU kernel's fault among them counts the same.
 _STOP_WORDS = frozenset({"generic.program_fatal_words", "namd.fatal_error", "mpas.critical_error",
                          "lammps.error_one_all", "cesm.shr_abort_error", "lbann.lbann_error"})
 _STOP_HEADERS = frozenset({"gromacs.fatal_error_header", "openfoam.fatal_error", "wrf.fatal_called_from_file",
-                           "cp2k.abort_box"})
+                           "cp2k.abort_box", "parthenon.error_header"})
 _STOP_HEADER_LINES = 8  # GROMACS: Program, Source file, Function, MPI rank, a blank, 'Fatal error:', the message
 #: What a relayed message says when the machine failed under the program: a connection or the network, memory
 #: that could not be had, a storage error, a GPU's own fault (not a kernel launched wrong: 'invalid device
