@@ -1773,13 +1773,17 @@ def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evi
 
 
 #: Launcher lines that name the host of the process whose end brought the job down, without saying why it ended
-#: (Open MPI: 'mpirun has exited due to process rank 0 with PID 12205 on node H exiting improperly'; Flux's
+#: (Open MPI: 'mpirun has exited due to process rank 0 with PID 12205 on node H exiting improperly' or '... calling
+#: "abort"'; Flux's
 #: exit-timeout / exit-on-error plugin: 'lmp: rank 322 on host H exited and exit-timeout=30s has expired').
 #: Hydra's BAD TERMINATION banner ('PID N RUNNING AT host', then the EXIT CODE) names the host of the process
 #: whose bad end made mpiexec clean up (pmodels/mpich src/pm/hydra/mpiexec/mpiexec.c, the banner printed for the
 #: first process that terminated badly; Intel MPI's i_hydra prints it the same way). When its EXIT CODE is 9 the
 #: process named was SIGKILLed, as the clean-up kills the rest, so it says nothing of where a crash was.
-_ENDED_FIRST_LINES = frozenset({"openmpi.exited_improperly_node", "flux.task_exit_first", "hydra.running_at"})
+#: Open MPI/PRRTE's 'has exited due to process rank N with PID P on node H calling "abort"' is the same notice for a
+#: process that called abort (a crash handler's abort, as PETSc's after its SEGV report; heldout394).
+_ENDED_FIRST_LINES = frozenset({"openmpi.exited_improperly_node", "openmpi.proc_called_abort_node",
+                                "flux.task_exit_first", "hydra.running_at"})
 _BANNER_KILLED = "hydra.bad_termination_signal_9"
 _BANNER_LINES = 3
 
