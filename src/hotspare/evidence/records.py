@@ -38,7 +38,8 @@ def text_key(text: bytes) -> bytes:
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
-                       "hydra.cpi_finished", "wrf.success_complete", "alps.app_resources", "lammps.total_wall_time",
+                       "hydra.cpi_finished", "charliecloud.mpihello_finalize_ok", "wrf.success_complete",
+                       "alps.app_resources", "lammps.total_wall_time",
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
                        "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
                        "custodian.attempt_started"})
