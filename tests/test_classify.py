@@ -2611,3 +2611,37 @@ def test_a_flux_jobs_row_is_a_final_status_a_line_that_says_why_overrides(patter
     listing = verdict(done + "     ƒy5hqHZ online   flux     hostname    F      1      1   0.020s flux-sample3\n",
                       patterns)
     assert listing.failure_class is not FailureClass.SUCCESS, listing.reason
+
+
+def test_a_terminate_report_whose_message_is_the_programs_own_error_is_no_crash(patterns: PatternSet) -> None:
+    """libstdc++'s terminate handler reports an uncaught exception, then aborts: where its message (the 'what():'
+    line or the next) is the program's own error (a library it could not load), that error decides, not the
+    terminate line as a crash before it (heldout391, CUDA-Q's runtime_error quoting dlerror). A terminate report
+    with no such message stays a crash."""
+    report = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+              "  what():  Failed to launch kernel. Error: Failed to execute the kernel on the remote server\n")
+    missing = ('Error message: "Failed to open simulator backend library: /opt/cudaq/lib/libnvqir-nvidia-mqpu.so: '
+               'cannot open shared object file: No such file or directory."\n')
+    own = verdict(report + missing, patterns)
+    assert own.failure_class is FailureClass.USER_ERROR, own.reason
+    crash = verdict(report, patterns)
+    assert crash.failure_class is FailureClass.RANK_KILLED, crash.reason
+
+
+_CASTRO_ABORTS = "".join(f"amrex::Abort::{rank}::State has NaNs in the density component::check_for_nan() !!!\n"
+                         for rank in (23, 30, 38, 43, 47))
+
+
+def test_amrex_aborts_of_several_ranks_account_for_their_sigabrts_and_are_the_programs_own_stop(
+        patterns: PatternSet) -> None:
+    """Several ranks calling amrex::Abort at once print their messages first and one SIGABRT each after them
+    (AMReX-Astro/Castro#2263, heldout393): each SIGABRT is an abort's own, so the application's check decides
+    (user_error, nobody blamed); a SIGABRT more than there were aborts is a crash besides. An abort quoting a GPU
+    runtime's error (AMReX_GpuError.H) is not read as the application's own stop."""
+    own = verdict(_CASTRO_ABORTS + "SIGABRT\n" * 5, patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and own.blamed_hosts == (), own.reason
+    more = verdict(_CASTRO_ABORTS + "SIGABRT\n" * 6, patterns)
+    assert more.failure_class is not FailureClass.USER_ERROR, more.reason
+    gpu = verdict("amrex::Abort::0::GPU last error detected in file ../Src/Base/AMReX_GpuLaunch.H line 123: too many "
+                  "resources requested for launch !!!\n", patterns)
+    assert gpu.failure_class is not FailureClass.USER_ERROR, gpu.reason
