@@ -997,3 +997,14 @@ def test_the_small_logs_benchmark_times_each_engine(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as refused:
         bench.main(["--rounds", "0"])
     assert refused.value.code == 2
+
+
+def test_a_frame_line_pattern_ends_on_its_own_line() -> None:
+    """Open MPI's handler-frame pattern ends at its line's end ([ \\t]*$, not \\s*$, which Hyperscan's pass let run
+    into the next line): that next line, holding an escape inside a word, was made a candidate for every pattern by
+    Hyperscan only (found by test_engines_agree_on_examples_with_escapes_anywhere); both engines give the same
+    evidence."""
+    need_hyperscan()
+    data = (b"[gpu27:19242] [ 2] /lib64/libc.so.6(abort+0x127)[0x7f3c5b2a5898]\n"
+            b"  **** **  *******  **  PROGRAM S\x1b[0mTOPPED IN /hppfs/scratch/04/di38fab/04_TMD/5_Bi\n")
+    assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
