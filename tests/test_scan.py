@@ -1008,3 +1008,29 @@ def test_a_frame_line_pattern_ends_on_its_own_line() -> None:
     data = (b"[gpu27:19242] [ 2] /lib64/libc.so.6(abort+0x127)[0x7f3c5b2a5898]\n"
             b"  **** **  *******  **  PROGRAM S\x1b[0mTOPPED IN /hppfs/scratch/04/di38fab/04_TMD/5_Bi\n")
     assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2")
+
+
+def test_no_pattern_lets_white_space_run_over_its_line_end() -> None:
+    """A regex ending in white space before ``$`` spells it ``[ \\t]*$``: ``\\s`` also matches the line break, and
+    Hyperscan's pass over a whole buffer then ran a match into the next line (openmpi.opal_signal_handler_frame,
+    fortran.stop_error_code, lammps.error_one_all: found by the escapes-anywhere property test)."""
+    offenders = [p.qualname for p in PATTERNS.patterns if re.search(r"\\s[*+]\$", p.regex)]
+    assert offenders == []
+
+
+def test_engines_agree_on_end_anchored_examples_before_an_escaped_line() -> None:
+    """Every example of a pattern anchored at its line's end, followed by a line with an escape inside a word (a
+    coloured terminal's output): both engines give the same evidence, so the next line is no candidate of it."""
+    need_hyperscan()
+    nexts = (b"  **** **  PROGRAM S\x1b[0mTOPPED IN /hppfs/scratch/x\n", b"FATAL ERR\x1b[0mOR: bad input\n")
+    checked = 0
+    for p in PATTERNS.patterns:
+        if not re.search(r"\]\*\$|\$\)*$", p.regex):
+            continue
+        for ex in (e for e in p.examples if e.matches):
+            for after in nexts:
+                data = ex.line.encode("utf-8") + b"\n" + after
+                assert scan(data, PATTERNS, engine="hyperscan") == scan(data, PATTERNS, engine="re2"), (
+                    p.qualname, data)
+                checked += 1
+    assert checked > 500
