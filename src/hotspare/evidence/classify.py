@@ -696,6 +696,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
                 or _killed_says_more(ev, evidence)
                 or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)
+                or _error_after_lost_cores(ev, evidence)
                 or _r_error_relays_fault(ev, evidence) or _library_fatal_abort(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
@@ -1267,6 +1268,25 @@ def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
         return False
     return any(e.pattern == _R_LOST_WORKER for e in _r_wrapped_message(ev, evidence)) or any(
         e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+
+
+#: mclapply's warning that forked children ended without a result (src/library/parallel/R/unix/mclapply.R:
+#: warning(... 'scheduled cores %s did not deliver results, ...') or, without prescheduling, '%d parallel function
+#: calls did not deliver results'): the words that tell this warning from the other lost-worker lines.
+_R_LOST_CORES_WORDS = "did not deliver"
+
+
+def _error_after_lost_cores(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is R's error line with mclapply's warning that children delivered no result printed a few lines
+    below it. R holds a call's warnings back and prints them after the error that ends it, under 'In addition: '
+    (src/main/errors.c R_PrintDeferredWarnings: REprintf(_("In addition: ")); PrintWarnings(), read at wch/r-source
+    0c26529e80): so the warning below was raised first, when the children died, and the error is the script tripping
+    over the results they never sent (heldout399, 'Arguments must be mcmc objects' above 'scheduled cores 1, 2, 8 did
+    not deliver results'). The lost workers decide, as at 'Execution halted' below them."""
+    if ev.pattern != "rlang.execution_halted":
+        return False
+    return any(e.pattern == _R_LOST_WORKER and _R_LOST_CORES_WORDS in e.text
+               and ev.line < e.line <= ev.line + _R_ERROR_LINES for e in evidence)
 
 
 def _r_wrapped_message(head: Evidence, evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
