@@ -980,7 +980,7 @@ _STATUS_ONLY = frozenset({
     "flux.broker_rc2_success", "flux.jobs_listing_completed", "flux.jobs_listing_failed", "slurm.srun_tasks_completed",
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
     "kubernetes.training_sdk_status_succeeded", "ray.job_cli_succeeded",
-    "generic.ezpz_execution_finished_zero",
+    "generic.ezpz_execution_finished_zero", "genomics.mrbayes_interrupt_detected",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
