@@ -1680,6 +1680,12 @@ def _terminate_reports(crash: Evidence, line: int | None) -> bool:
             and 0 < line - crash.line <= _TERMINATE_REPORT_LINES)
 
 
+#: Kokkos's last line of an exception's message when built without stack traces (throw_runtime_exception appends
+#: '\nTraceback functionality not available\n' to the message, core/src/impl/Kokkos_Error.cpp): printed inside the
+#: terminate handler's 'what():' report, so the report ends on the empty line after it.
+_KOKKOS_TRACEBACK = "kokkos.traceback_unavailable"
+
+
 def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``crash`` is the abort() that libstdc++'s terminate handler calls after reporting an uncaught
     exception (``root``, the process's own out-of-memory: std::bad_alloc, or the 'what():' line of an exception whose
@@ -1687,13 +1693,16 @@ def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence,
     handler's report (its 'terminate called ...' and 'what():' lines) and names no signal. A crash
     handler's first line names none (Open MPI's '[host:pid] *** Process received signal ***', opal/util/stacktrace.c,
     its 'Signal: Aborted (6)' on the next line), but nothing can come between the handler's report and its abort in
-    the same stream; a crash a few lines later may be a peer's."""
+    the same stream; a crash a few lines later may be a peer's. A Kokkos message's own last line ('Traceback
+    functionality not available', then an empty line: _KOKKOS_TRACEBACK) is still the report (heldout401)."""
     if not (_TERMINATE.search(root.text) or _TERMINATE_WHAT.search(root.text)) or _NAMES_SIGNAL.search(crash.text):
         return False  # a line that says which signal ('died from signal 11') is read by what it says
     end = root.line
     for e in sorted(evidence, key=lambda x: x.line):
         if e.line == end + 1 and e.role is Role.ROOT and e.failure_class is FailureClass.OOM:
             end = e.line
+        elif e.line == end + 1 and e.pattern == _KOKKOS_TRACEBACK:
+            end = e.line + 1  # the message's own last line, then the empty line its trailing newline leaves
     return crash.line == end + 1
 
 

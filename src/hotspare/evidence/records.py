@@ -37,7 +37,7 @@ def text_key(text: bytes) -> bytes:
 #: (classify._custodian_recovered: a failure before the last restart was corrected); it is no finished word.
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
-                       "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
+                       "gromacs.mdrun_finished", "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
                        "hydra.cpi_finished", "charliecloud.mpihello_finalize_ok", "wrf.success_complete",
                        "alps.app_resources", "lammps.total_wall_time",
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
