@@ -2108,7 +2108,8 @@ def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...],
     # the program's last word is measured to it, not to the log's end.
     timed = min((e.line for e in evidence if e.pattern == _TIME_REPORT and e.line > end), default=None)
     tail = timed - 1 if timed is not None and lines - timed < _FINISHED_LINES else lines
-    if tail - end >= _FINISHED_LINES or (done.pattern not in _WHOLE_LINE and _NOT_FINISHED.search(done.text)):
+    window = _CLOSING_REPORT_LINES.get(done.pattern, _FINISHED_LINES)
+    if tail - end >= window or (done.pattern not in _WHOLE_LINE and _NOT_FINISHED.search(done.text)):
         return None
     if any(e.failure_class is not None and (e.line > end or not (
             _passed_over(e, evidence) or e.pattern in gone_on)) for e in evidence):
@@ -2189,6 +2190,12 @@ _NUMERICAL_WORDS = "generic.numerical_failure_words"
 #: more of the log, as a batch script's 'time srun prog' prints it once the program has ended.
 _TIME_REPORT = "generic.shell_time_report"
 _FINISHED_LINES = 3
+#: Finished lines a program follows with a closing report of its own, and how many lines that report may take: the
+#: line stays the program's last word through them (a failure line after it still takes it back). ASPECT prints,
+#: after 'Termination requested by criterion: ...', its TimerOutput summary (a table row per timed section, tens
+#: of them), the solver-failure warnings, the total wallclock line, a resource block and the citation box
+#: (source/simulator/core.cc Simulator::run, heldout409).
+_CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80}
 #: Finished lines whose pattern spells the whole line, numbers aside: no room for words that take them back, and
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
 #: numerical error of its result; examples/cpi.c, heldout315).
