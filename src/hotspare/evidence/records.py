@@ -43,7 +43,8 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
                        "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
                        "genomics.iqtree_date_and_time_finished", "genomics.mrbayes_analysis_completed",
-                       "dealii.aspect_termination_requested", "custodian.attempt_started"})
+                       "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
+                       "pflotran.all_tests_passed", "custodian.attempt_started"})
 
 
 @dataclass(frozen=True, slots=True)
