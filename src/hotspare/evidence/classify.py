@@ -1144,7 +1144,11 @@ _CRASH_EXPLAINS = frozenset({
 # to create job step"), or only reports an exit status (a supervisor's "process exited 1" says that it failed, not
 # why; also in one word, as TorchElastic's "Error msg: Process failed with exitcode 1" and many supervisors'
 # "failed with exitCode=N" write it, and Python's subprocess attribute as SkyPilot's "Failed workers: (pid=N,
-# returncode=1)" does). Programs no pack knows word those failures the same way ("Error: failed to
+# returncode=1)" does; a wrapper's "returns error code N" for the container or program it ran, as Stimela's cab
+# runner words it, stimela/utils/xrun_poll.py xrun: "{} returns error code {}", heldout404). A missed heartbeat is
+# a liveness check that gave up on a process or a peer (cryoSPARC's "ERROR: No Heartbeat", heldout404): the
+# infrastructure's report that something stopped answering, not why. Programs no pack knows word those failures the
+# same way ("Error: failed to
 # connect to 10.0.0.5"), and calling them the user's mistake would stop a job a retry could finish. An end of file
 # read where more was due is a peer gone (Julia's "ERROR (unhandled task failure): EOFError: read end of file" after
 # "Worker 2 terminated.", stdlib Distributed), so it reads as infrastructure too.
@@ -1174,7 +1178,7 @@ _INFRA_WORDS = re.compile(
     r"(?<![a-z0-9])(?:ucx|uct|ucp|ucs|verbs|ibv|mlx[45]|rdma(?:cm)?)(?![a-z0-9])|\b(?:psm[23]?|cxi|efa|u?gni)\b|"
     r"\bmpi_err_|other mpi error|internal mpi error|unknown error class|driver|address already in use|"
     r"name resolution|throttl|rate limit|busy|try again|retry|retries|exited|exit[ _]?(?:code|status)|"
-    r"return(?:ed)? ?code|retcode|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
+    r"return(?:ed|s)? ?(?:error ?)?code|retcode|heartbeat|\bs(?:run|alloc|batch|control|queue|info|acct|cancel|stat)\b|"
     r"\bq(?:sub|stat|del|alter)\b|pbsnodes|\bb(?:sub|jobs|kill)\b|\bflux\b|\bmpirun\b|\bmpiexec\b|\baprun\b|\bjsrun\b|"
     r"job step|job ?id")
 
@@ -1687,6 +1691,18 @@ def _terminate_reports(crash: Evidence, line: int | None) -> bool:
 _KOKKOS_TRACEBACK = "kokkos.traceback_unavailable"
 
 
+def _joined_report_lines(text: str) -> int:
+    """How many lines below its first the terminate handler's report reaches inside one joined record: the scanner
+    joins a logger's record with the lines under it that carry no prefix of their own (spdlog's '[date] [name]
+    [level] msg' then libstdc++'s 'terminate called ...' and '  what():  ' lines, as purify prints them,
+    heldout404), so the record's line is its first and the report's lines follow it: one for the 'terminate called'
+    line when the record starts with other words, one for the 'what():' line after it."""
+    where = _TERMINATE.search(text)
+    if where is None:
+        return 0
+    return (where.start() > 0) + ("what():" in text[where.end():])
+
+
 def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``crash`` is the abort() that libstdc++'s terminate handler calls after reporting an uncaught
     exception (``root``, the process's own out-of-memory: std::bad_alloc, or the 'what():' line of an exception whose
@@ -1698,7 +1714,7 @@ def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence,
     functionality not available', then an empty line: _KOKKOS_TRACEBACK) is still the report (heldout401)."""
     if not (_TERMINATE.search(root.text) or _TERMINATE_WHAT.search(root.text)) or _NAMES_SIGNAL.search(crash.text):
         return False  # a line that says which signal ('died from signal 11') is read by what it says
-    end = root.line
+    end = root.line + _joined_report_lines(root.text)
     for e in sorted(evidence, key=lambda x: x.line):
         if e.line == end + 1 and e.role is Role.ROOT and e.failure_class is FailureClass.OOM:
             end = e.line

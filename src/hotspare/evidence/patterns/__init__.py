@@ -121,9 +121,10 @@ LINE_PREFIX = (
 )
 
 #: Patterns read only as the last resort (hotspare.evidence.classify._last_resort): a program's bare error line, the
-#: JVM's report of an exception the main thread did not catch. A line another pattern also matches is that pattern's
-#: (the scanner records no last-resort match on it): "srun: error: Node failure on n2" has the same shape.
-LAST_RESORT = frozenset({"generic.error_severity_line", "generic.java_main_uncaught"})
+#: JVM's report of an exception the main thread did not catch, RELION's bare "ERROR:" line with its reason below.
+#: A line another pattern also matches is that pattern's (the scanner records no last-resort match on it):
+#: "srun: error: Node failure on n2" has the same shape.
+LAST_RESORT = frozenset({"generic.error_severity_line", "generic.java_main_uncaught", "relion.report_error"})
 
 ENV_VAR = "HOTSPARE_PATTERNS"
 ENTRY_POINT_GROUP = "hotspare.evidence.patterns"
