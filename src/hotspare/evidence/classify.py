@@ -2215,8 +2215,9 @@ _CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80}
 #: Finished lines whose pattern spells the whole line, numbers aside: no room for words that take them back, and
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
 #: numerical error of its result; examples/cpi.c, heldout315; OPM Flow's trailer counts the work of its chopped steps
-#: as '(Failed: N; P%)', SimulatorReport.cpp, heldout405).
-_WHOLE_LINE = frozenset({"hydra.cpi_finished", "charliecloud.mpihello_finalize_ok",
+#: as '(Failed: N; P%)', SimulatorReport.cpp, heldout405; MPICH's test suite prints ' No Errors', whose 'Errors' is
+#: the count it reports, MTest_Finalize in test/mpi/util/mtest.c, heldout416).
+_WHOLE_LINE = frozenset({"hydra.cpi_finished", "hydra.mpich_test_no_errors", "charliecloud.mpihello_finalize_ok",
                          "opm.trailer_linear_iterations"})
 #: Words that take a finished line back: a failure beside it, an exit status other than 0, or a phrase that puts
 #: the finish in a condition or in the past of something else.
