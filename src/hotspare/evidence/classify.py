@@ -1501,6 +1501,9 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
 _EPILOGUE_REQUESTED = "pbs.epilogue_walltime_requested"
 _EPILOGUE_USED = "pbs.epilogue_walltime_used"
 _WALLTIME_VALUE = re.compile(r"\bwalltime=([0-9:]+)")
+#: NCI Gadi's job footer: the walltime requested and used on one line (pbs pack).
+_USAGE_WALLTIME_PAIR = "pbs.usage_walltime_pair"
+_USAGE_WALLTIME_VALUES = re.compile(r"Walltime requested: +([0-9:]+) +Walltime Used: +([0-9:]+)")
 
 
 def _walltime_s(text: str) -> float | None:
@@ -1512,12 +1515,24 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
     """With no root cause, the job's epilogue may still say it ran out of time: the walltime it used ('Resources
     allocated: ...,walltime=00:05:03') at or past the walltime it requested ('Resources requested: ...,walltime=
     00:05:00') means the MOM's limit ended it (a job stops under its limit on its own, and the MOM kills it a few
-    seconds past). The last pair printed decides (an excerpt may hold several jobs' epilogues)."""
-    requested = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_REQUESTED), None)
-    used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
+    seconds past). The last pair printed decides (an excerpt may hold several jobs' epilogues). NCI Gadi's job
+    footer gives both on one line ('Walltime requested: 15:00:00   Walltime Used: 15:01:13'); its last one decides
+    first."""
+    pair = next((e for e in reversed(evidence) if e.pattern == _USAGE_WALLTIME_PAIR), None)
+    found = _USAGE_WALLTIME_VALUES.search(pair.text) if pair is not None else None
+    requested: Evidence | None = pair
+    used: Evidence | None = pair
+    if found is not None:
+        # Gadi's footer prints both on one line ('Walltime requested: 15:00:00   Walltime Used: 15:01:13').
+        limit, spent = parse_duration_s(found.group(1)), parse_duration_s(found.group(2))
+    else:
+        requested = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_REQUESTED), None)
+        used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
+        if requested is None or used is None:
+            return None
+        limit, spent = (_walltime_s(e.text) for e in (requested, used))
     if requested is None or used is None:
         return None
-    limit, spent = (_walltime_s(e.text) for e in (requested, used))
     if limit is None or spent is None or limit == 0 or spent < limit:
         return None
     return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent:.0f} s used of the "
