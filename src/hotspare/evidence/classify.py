@@ -1162,6 +1162,9 @@ _CRASH_EXPLAINS = frozenset({
 # runtime's message>' where its CUDA build says 'CUDA error: <message>' (with 'HIP kernel errors might be
 # asynchronously reported at some other API call' beside it, as posted in the corpus's ROCm entries), so a traceback
 # ending in 'RuntimeError: HIP error: ...' is the GPU runtime's report, as its CUDA twin is (heldout331).
+# ACL (the Ascend Computing Language runtime, CANN's) is Huawei's: torch_npu raises 'RuntimeError: ACL stream
+# synchronize failed, error code:507048' where the CUDA build would say 'CUDA error: ...' (the corpus's vllm-ascend
+# entries, heldout134), a whole word as HIP is; read once vLLM's logger prefix stopped hiding these lines (heldout417).
 # MPICH's texts for the error classes that name no wrong call count too, as Open MPI's 'MPI_ERR_OTHER' does through
 # 'mpi_err_': MPI_ERR_OTHER is 'Other MPI error' (**other), MPI_ERR_INTERN 'Internal MPI error!' (**intern,
 # **internrc) in src/mpi/errhan/errnames.txt, and a code of no valid class 'Unknown error class' (errutil.c
@@ -1171,7 +1174,7 @@ _CRASH_EXPLAINS = frozenset({
 _INFRA_WORDS = re.compile(
     r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|\bhip\b|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
-    r"unavailable|"
+    r"unavailable|\bacl\b|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
     r"\borted\b|\bprted\b|code:? -[0-9]|\bhdf|netcdf|temporar|unreachable|refused|reset by|broken pipe|no route|"
     r"\bdns\b|end of file|\beof(?:error)?\b|\b[nrh]ccl\b|\bgloo\b|\bofi\b|fabric|infiniband|completion with error|"
@@ -1432,6 +1435,10 @@ def _user_error(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress
     if _reframe_job_never_ran(ev, evidence):
         return _Decision(FailureClass.UNKNOWN, (), f"{ev.pattern} at line {ev.line} with no node list: the job "
                          f"never ran, its output file is missing: {ev.text[:120]}")
+    said = _panic_message_root(ev, evidence)
+    if said is not None and said.failure_class is not None:
+        return _Decision(said.failure_class, (), f"{said.pattern} at line {said.line} is the message of the panic "
+                         f"{ev.pattern} at line {ev.line}: {said.text[:120]}")
     missing = _never_launched(evidence)  # a node the cloud refused to create was never lost
     infra = next((e for e in evidence if e.role is Role.ROOT and e.failure_class in _EXPLAINS_USER_ERROR
                   and (e.host_means is not HostMeaning.SUSPECT) and not _lost_contact_after(e, ev)
@@ -1456,6 +1463,22 @@ def _reframe_job_never_ran(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     the same missing file is the test's verdict (heldout205's local job on pacu01)."""
     return (ev.pattern == _REFRAME_SANITY and "No such file or directory" in ev.text
             and any(e.pattern == _REFRAME_NO_NODES for e in evidence))
+
+
+#: A Rust panic's header that ends at its location ("thread 'main' panicked at src/x.rs:3:5:"): since Rust 1.73 the
+#: default panic hook prints the panic's message on the next line, not inside quotes on the same one.
+_PANIC_HEADER = re.compile(r"\bpanicked at \S+:[0-9]+:[0-9]+:[ \t]*$")
+
+
+def _panic_message_root(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """The root that another pack reads on the line under a Rust panic's header: the panic's own message (an
+    `unwrap()` of a connection error, 'called `Result::unwrap()` on an `Err` value: BuildError(Unable to create
+    lease. Check etcd server status at ...)'), which says why the program stopped; the panic is how (heldout417).
+    Only a root of a class other than the program's own or an unknown one."""
+    if _PANIC_HEADER.search(ev.text) is None:
+        return None
+    return next((e for e in evidence if e.line == ev.line + 1 and e.role is Role.ROOT
+                 and e.failure_class not in (None, FailureClass.USER_ERROR, FailureClass.UNKNOWN)), None)
 
 
 def _reads_the_same_line_closer(ev: Evidence, infra: Evidence) -> bool:
@@ -2023,7 +2046,13 @@ _TRACEBACK_MARKS = frozenset({"python.traceback", "python.traceback_frame"})
 #: another program failed, and this says not why.
 #: A subprocess helper's exception alike, which names the command first ("RuntimeError: Command ['cactus_bar', ...]
 #: exited 128", the exit status often past the part of a long line that is kept).
-_RELAYED = re.compile(r"\breturned (?:non-?zero|-?[0-9]+\b)|(?:Error|Exception): (?:Command|Call)\b")
+#: An exception whose message sends the reader elsewhere for the cause alike: vLLM's engine raises
+#: 'Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root
+#: cause.' (v1/executor/multiproc_executor.py wait_for_ready, as its traceback shows) and 'RuntimeError: Engine core
+#: initialization failed. See root cause above.' once a worker or the engine core died: the cause is another
+#: process's, printed elsewhere or not at all (heldout417).
+_RELAYED = re.compile(r"\breturned (?:non-?zero|-?[0-9]+\b)|(?:Error|Exception): (?:Command|Call)\b"
+                      r"|\b[Ss]ee (?:the )?(?:stack trace|root cause)\b")
 
 #: Julia's report of the exception that ended a script (base/client.jl: 'ERROR: ', 'LoadError: ' for an error in an
 #: included file): the header a Python traceback has above its exception line, on the same line.

@@ -92,6 +92,11 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: SkyPilot runs each node's share of a job as a Ray task named "<task>," or "<node>, rank=N," (its generated job
 #: driver, sky/backends RayCodeGen: name_str = f'{node_name}, rank={rank},'), so Ray's "(name pid=N, ip=A)" prefix
 #: reads "(head, rank=0, pid=4503)" or "(sky-service-7080, pid=2846)" before every line the job prints.
+#: vLLM's logger (vllm/logger.py: _FORMAT "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", before
+#: 0.8 without the '[', and _DATE_FORMAT "%m-%d %H:%M:%S"; read in the code index in a copy that cites vllm/logger.py
+#: at 0ce0539d, sllm_store's logger) puts "ERROR 10-14 00:03:16 [core.py:710] " before every line of a traceback its
+#: engine core logs, behind the "(EngineCore_DP0 pid=N) " its process prefix adds: the month-day date and the
+#: "file.py:N]" item are read here, so the exception's own line is read as if it stood alone (heldout417).
 #: What may stand after a ``$``-anchored pattern's text: the spaces and tabs a paste, an editor or a fixed-width
 #: report leaves at the end of a line (a mail archive pads, a terminal copy keeps the row's width).
 LINE_SUFFIX = r"[ \t]*$"
@@ -107,9 +112,11 @@ LINE_PREFIX = (
     r"|\((?:raylet|pid=[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(?: pid=[0-9]+)?"
     r"|[A-Za-z_][A-Za-z0-9_.-]*,(?: rank=[0-9]+,)? pid=[0-9]+)(?:, ip=[0-9.]+)?\)"   # Ray, SkyPilot's task names
     r"|[IWEFC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ \t\]]+:[0-9]+\]"   # glog, Abseil, torch logs
-    r"|(?:[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T]|[A-Z][a-z]{2}-[0-9]{2} )?"   # a date: Go, log4j, US; Nextflow's MMM-dd
+    r"|(?:[0-9]{2,4}/[0-9]{2}/[0-9]{2,4}[ T]|[A-Z][a-z]{2}-[0-9]{2} |[0-9]{2}-[0-9]{2} )?"   # a date: Go, log4j, US;
+    #                                                               Nextflow's MMM-dd; vLLM's and SGLang's MM-DD
     r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"         # a time of day
     r"|[0-9]+:"                                                   # srun -l
+    r"|[A-Za-z_][A-Za-z0-9_.-]*\.py:[0-9]+\]"                      # vLLM's "file.py:N]" before 0.8 (no '[')
     r"|[0-9]{1,5}[ \t](?:[ \t]*>)?"                                # a paste's line-number gutter (then a quote)
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
