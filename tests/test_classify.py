@@ -2645,3 +2645,199 @@ def test_amrex_aborts_of_several_ranks_account_for_their_sigabrts_and_are_the_pr
     gpu = verdict("amrex::Abort::0::GPU last error detected in file ../Src/Base/AMReX_GpuLaunch.H line 123: too many "
                   "resources requested for launch !!!\n", patterns)
     assert gpu.failure_class is not FailureClass.USER_ERROR, gpu.reason
+
+
+_SELBAL_ERROR = ("Error in mcmc.list(lapply(draws, function(draw) draw$level_1[[i]])) :\n"
+                 "  Arguments must be mcmc objects\n")
+_LOST_CORES_WARNING = ("In addition: Warning message:\n"
+                       "In mclapply(1:chains, function(i) run_single_chain(i, cal.cbs, hyper_prior),  :\n"
+                       "  scheduled cores 1, 2, 8 did not deliver results, all values of the jobs will be affected\n")
+
+
+def test_an_r_error_above_mclapplys_lost_cores_warning_gives_way_to_the_lost_workers(patterns: PatternSet) -> None:
+    """R prints a call's held-back warnings after the error that ends it ('In addition: Warning message:'): mclapply's
+    'scheduled cores ... did not deliver results' below an error was raised first, when the forked children died,
+    and the error is the script tripping over the results they never sent (heldout399). The lost workers decide
+    (unknown, retryable); the same error without the warning is the script's own mistake."""
+    lost = verdict(_SELBAL_ERROR + _LOST_CORES_WARNING, patterns)
+    assert lost.failure_class is FailureClass.UNKNOWN and lost.retryable, lost.reason
+    assert not lost.blamed_hosts
+    own = verdict(_SELBAL_ERROR, patterns)
+    assert own.failure_class is FailureClass.USER_ERROR and not own.retryable, own.reason
+
+
+def _gadi_footer(used: str) -> str:
+    return ("Solving Stokes Projector (n = 42) (dt = 0.025)\n\n"
+            "======================================================================================\n"
+            "                  Resource Usage on 2020-10-15 12:56:10:\n"
+            "   Job Id:             12371698.gadi-pbs\n"
+            "   Exit Status:        271 (Linux Signal 15 SIGTERM Termination)\n"
+            "   Memory Requested:   4.0GB                 Memory Used: 2.15GB          \n"
+            f"   Walltime requested: 15:00:00            Walltime Used: {used}        \n"
+            "======================================================================================\n")
+
+
+@pytest.mark.parametrize("rc", [None, 271])
+def test_gadis_footer_with_the_walltime_used_at_or_past_the_request_is_walltime(patterns: PatternSet,
+                                                                              rc: int | None) -> None:
+    """NCI Gadi's job footer gives the walltime requested and used on one line: used at or past the request says
+    the walltime limit ended the job (walltime, not retried: a retry hits the same limit), as the PBS Pro epilogue's
+    pair does (heldout411). A job that ended with walltime left was stopped by something else, and the footer says
+    nothing of what."""
+    for used in ("15:01:13", "15:00:00"):
+        v = verdict(_gadi_footer(used), patterns, rc=rc)
+        assert v.failure_class is FailureClass.WALLTIME and not v.retryable, (used, v.reason)
+        assert v.blamed_hosts == ()
+    under = verdict(_gadi_footer("03:25:30"), patterns, rc=rc)
+    assert under.failure_class is not FailureClass.WALLTIME, under.reason
+
+
+_ASPECT_END = ("   Postprocessing:\n"
+               "     RMS, max velocity:        0.162 m/year, 2.29 m/year\n"
+               "     Writing depth average:    output/depth_average\n\n"
+               "Termination requested by criterion: end time\n\n\n")
+_ASPECT_TIMER_REPORT = (
+    "+----------------------------------------------+------------+------------+\n"
+    "| Total wallclock time elapsed since start     |      24.3s |            |\n"
+    "|                                              |            |            |\n"
+    "| Section                          | no. calls |  wall time | % of total |\n"
+    "+----------------------------------+-----------+------------+------------+\n"
+    "| Assemble Stokes system           |         1 |     0.128s |      0.53% |\n"
+    "| Assemble Stokes system Newton    |        11 |      3.17s |        13% |\n"
+    "| Solve Stokes system              |        28 |      9.66s |        40% |\n"
+    "+----------------------------------+-----------+------------+------------+\n\n"
+    "-- Total wallclock time elapsed including restarts: 24s\n")
+
+
+def test_aspects_termination_criterion_stays_its_last_word_through_its_closing_report(patterns: PatternSet) -> None:
+    """ASPECT's 'Termination requested by criterion: end time' is followed by its own closing report (the timer
+    table, the total wallclock line): with no exit status, the run still ended on its own word that it finished
+    (heldout409). A crash after the report takes the success back, and so does a log that goes on well past
+    any closing report."""
+    done = verdict(_ASPECT_END + _ASPECT_TIMER_REPORT, patterns)
+    assert done.failure_class is FailureClass.SUCCESS, done.reason
+    crash = ("[cn042:31337] *** Process received signal ***\n"
+             "[cn042:31337] Signal: Segmentation fault (11)\n")
+    assert verdict(_ASPECT_END + _ASPECT_TIMER_REPORT + crash, patterns).failure_class is not FailureClass.SUCCESS
+    more = "".join(f"     Writing graphical output: output/solution/solution-{i:05d}\n" for i in range(200))
+    assert verdict(_ASPECT_END + more, patterns).failure_class is not FailureClass.SUCCESS
+
+
+@pytest.mark.parametrize("log", [
+    ("================    End of simulation     ===============\n\n"
+     "Total time (seconds):         591.617\n"
+     " Assembly time (seconds):     215.487 (Failed: 6.72982; 3.12307%)\n"
+     "Overall Newton Iterations:    1659 (Failed: 63; 3.79747%)\n"
+     "Overall Linear Iterations:    25395 (Failed: 663; 2.61075%)\n"),  # OPM Flow's trailer, heldout405
+    ("$ mpirun -disable-auto-cleanup -l -n 2 ./recvdead\n"
+     "[0] MPIR_update_failed_procs: {1}\n"
+     "[0]  No Errors\n"),  # MPICH's test suite, heldout416
+], ids=["opm-trailer-failed-counts", "mpich-test-no-errors"])
+def test_a_finished_line_whose_own_words_say_failed_or_errors_still_finished(patterns: PatternSet, log: str) -> None:
+    """Some programs' last word that they finished carries 'Failed' or 'Errors' in its fixed wording: OPM Flow's
+    trailer counts the linear iterations of steps it chopped and redid ('(Failed: 663; 2.6%)'), MPICH's test suite
+    reports its error count as ' No Errors'. Read whole, such a line is a finished run, not a failure: with no exit
+    status and nothing after it, a success."""
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.SUCCESS, v.reason
+
+
+def test_a_kokkos_messages_own_last_line_inside_a_terminate_report_still_reaches_its_abort(
+        patterns: PatternSet) -> None:
+    """Kokkos built without stack traces ends an exception's message with 'Traceback functionality not available'
+    and an empty line, inside libstdc++'s terminate report: the abort Open MPI's handler reports after it is still
+    the handler's own, so a GPU out-of-memory said only in the 'what():' line is placed on that abort's host
+    (heldout401, lammps#542)."""
+    log = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+           "  what():  cudaCreateTextureObject( & tex_obj , & resDesc, & texDesc, NULL ) error( "
+           "cudaErrorMemoryAllocation): out of memory ../../lib/kokkos/core/src/Cuda/Kokkos_CudaSpace.cpp:296\n"
+           "Traceback functionality not available\n"
+           "\n"
+           "[bigfacet:07706] *** Process received signal ***\n"
+           "[bigfacet:07706] Signal: Aborted (6)\n"
+           "[bigfacet:07706] Signal code:  (-6)\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.OOM and not v.retryable, v.reason
+    assert names(v.blamed_hosts) == ["bigfacet"], v.reason
+    assert v.exclude_hosts == ()
+
+
+def test_a_terminate_report_joined_into_a_loggers_record_still_reaches_its_abort(patterns: PatternSet) -> None:
+    """spdlog's '[date] [name] [level] msg' record takes in the lines under it that carry no prefix of their own,
+    libstdc++'s 'terminate called ...' and '  what():  std::bad_alloc' among them: the abort Open MPI's handler
+    reports right after that report is still the out-of-memory process's own, and names where it ran (heldout404,
+    purify#267)."""
+    log = ("[2019-07-16 13:46:21.503] [purify] [debug] Adding channel 63 to plane...\n"
+           "[2019-07-16 13:59:03.584] [purify] [debug] Using distributed image MPI measurement operator.\n"
+           "terminate called after throwing an instance of 'std::bad_alloc'\n"
+           "  what():  std::bad_alloc\n"
+           "[lbq-TP300:28858] *** Process received signal ***\n"
+           "[lbq-TP300:28858] Signal: Aborted (6)\n"
+           "[lbq-TP300:28858] Signal code:  (-6)\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.OOM, v.reason
+    assert names(v.blamed_hosts) == ["lbq-tp300"], v.reason
+    assert v.exclude_hosts == ()
+
+
+_STIMELA_TB = ('Traceback (most recent call last):\n'
+               '  File "/home/u/Stimela/examples/simulation_pipeline.py", line 118, in <module>\n'
+               '    pipeline.run()\n'
+               '  File "/home/u/venv/lib/python3.9/site-packages/stimela/recipe.py", line 761, in run\n'
+               '    raise PipelineException(exc, self.completed, job, self.remaining) from None\n'
+               "stimela.exceptions.PipelineException: Job 'Imaging MS, robust=2' failed: {}\n")
+
+
+@pytest.mark.parametrize("log", [
+    _STIMELA_TB.format("docker returns error code 1"),  # Stimela's cab runner, heldout404
+    "ERROR: No Heartbeat\nThis job was killed because a heartbeat was not received for 30 seconds.\n",  # cryoSPARC
+], ids=["returns-error-code", "heartbeat"])
+def test_a_wrappers_error_code_or_a_missed_heartbeat_is_not_the_users_mistake(patterns: PatternSet, log: str) -> None:
+    """The last resort reads a program's bare error line as the user's mistake unless it speaks of the
+    infrastructure: a wrapper's 'returns error code N' for the container it ran says only that it failed, a missed
+    heartbeat that something stopped answering; neither says why, so the failure is unknown and retried
+    (heldout404). The same wrapper's error with the program's own reason stays the user's."""
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.retryable, v.reason
+    own = verdict(_STIMELA_TB.format("no column named CORRECTED_DATA"), patterns)
+    assert own.failure_class is FailureClass.USER_ERROR, own.reason
+
+
+_MRBAYES_RUN = ("        623000 -- (-164520.244) (-164508.877) [-164114.194] (-164149.176) -- 81:38:43\n"
+                "        624000 -- (-164529.369) (-164508.715) [-164106.839] (-164135.822) -- 81:30:35\n"
+                "   Ctrl-C detected\n"
+                "   Do you really want to stop the run (y/n)?\n")
+
+
+@pytest.mark.parametrize("stop", [
+    "slurmstepd: error: *** JOB 4193123 ON n042 CANCELLED AT 2024-03-02T11:02:17 DUE TO TIME LIMIT ***\n",
+    "=>> PBS: job killed: walltime 172832 exceeded limit 172800\n",
+], ids=["slurm-time-limit", "pbs-walltime"])
+def test_mrbayes_ctrl_c_is_a_summary_a_schedulers_time_limit_overrides(patterns: PatternSet, stop: str) -> None:
+    """MrBayes prints 'Ctrl-C detected' for SIGINT and SIGTERM alike (heldout403): alone, someone stopped the run
+    (cancelled); a scheduler's time-limit line in the same log, even printed after it, says the TERM was the time
+    limit's, and walltime decides."""
+    alone = verdict(_MRBAYES_RUN, patterns)
+    assert alone.failure_class is FailureClass.CANCELLED, alone.reason
+    timed = verdict(_MRBAYES_RUN + stop, patterns)
+    assert timed.failure_class is FailureClass.WALLTIME, timed.reason
+
+
+_FLUX_HELLO = ("f5Cm644CF: completed MPI_Init in 1.110s. There are 4 tasks\n"
+               "f5Cm644CF: completed first barrier in 0.028s\n"
+               "f5Cm644CF: completed MPI_Finalize in 0.041s\n")
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    ("flux-job: task(s) Killed\n", FailureClass.RANK_KILLED),
+    ("3600.1s: job.exception f5Cm644CF type=timeout severity=0 resource allocation expired\n", FailureClass.WALLTIME),
+], ids=["tasks-killed", "timeout-exception"])
+def test_flux_hellos_finalize_line_is_a_summary_a_failure_line_overrides(
+        patterns: PatternSet, after: str, expected: FailureClass) -> None:
+    """flux-core's t/mpi/hello prints 'completed MPI_Finalize' from rank 0 once every rank got through it
+    (heldout397): alone, a success; a line that says the job failed (its tasks killed, its time limit's exception),
+    even printed after it, decides."""
+    alone = verdict(_FLUX_HELLO, patterns)
+    assert alone.failure_class is FailureClass.SUCCESS, alone.reason
+    failed = verdict(_FLUX_HELLO + after, patterns)
+    assert failed.failure_class is expected, failed.reason
