@@ -2841,3 +2841,45 @@ def test_flux_hellos_finalize_line_is_a_summary_a_failure_line_overrides(
     assert alone.failure_class is FailureClass.SUCCESS, alone.reason
     failed = verdict(_FLUX_HELLO + after, patterns)
     assert failed.failure_class is expected, failed.reason
+
+
+_RAY_SUCCEEDED = "------------------------------------------\nJob 'raysubmit_5Xq1' succeeded\n------------------------------------------\n"
+_OMPI_SEGV = ("[nid001:12345] *** Process received signal ***\n[nid001:12345] Signal: Segmentation fault (11)\n"
+              "[nid001:12345] Signal code: Address not mapped (1)\n")
+
+
+@pytest.mark.parametrize("rc", [1, 2, 135, 137, -11])
+@pytest.mark.parametrize("text", [_FLUX_HELLO, _RAY_SUCCEEDED], ids=["flux-hello", "ray-job"])
+def test_a_failed_exit_status_outranks_a_line_saying_the_run_succeeded(
+        patterns: PatternSet, text: str, rc: int) -> None:
+    """The launcher's non-zero status or signal is its word that the attempt failed: a success line in the log (one
+    step's, an earlier run's, a rank's) cannot make it a success (a supervisor would stop retrying a failed job)."""
+    v = verdict(text, patterns, rc=rc)
+    assert v.failure_class is not FailureClass.SUCCESS, v.reason
+    assert v.retryable or v.failure_class is FailureClass.USER_ERROR, v.reason
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["crash-before", "crash-after"])
+@pytest.mark.parametrize("text", [_FLUX_HELLO, _RAY_SUCCEEDED], ids=["flux-hello", "ray-job"])
+def test_a_ranks_crash_outranks_a_summary_saying_the_run_succeeded(
+        patterns: PatternSet, text: str, before: bool) -> None:
+    """A rank's own signal, before the success summary or after it (a crash at exit, after the program's last word),
+    is the run's failure: rank_killed on the crashed rank's host, not success."""
+    v = verdict(_OMPI_SEGV + text if before else text + _OMPI_SEGV, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED, v.reason
+    assert [h.name for h in v.blamed_hosts] == ["nid001"]
+
+
+def test_flux_jobs_word_that_tasks_exited_non_zero_outranks_the_hello_summary(patterns: PatternSet) -> None:
+    """flux-job's 'task(s) exited with exit code 1' after the test program's finalize line: some task failed, so
+    the run did not succeed (no cause shown: unknown, retryable)."""
+    v = verdict(_FLUX_HELLO + "flux-job: task(s) exited with exit code 1\n", patterns)
+    assert v.failure_class is FailureClass.UNKNOWN, v.reason
+    assert v.retryable
+
+
+def test_exit_zero_does_not_count_success_lines_as_error_lines(patterns: PatternSet) -> None:
+    """With exit 0 the reason counts the error lines the run got past; a line saying it succeeded is none."""
+    assert verdict(_RAY_SUCCEEDED, patterns, rc=0).reason == "success: exit 0"
+    noted = verdict("ERROR: Could not open file input.dat\n" + _RAY_SUCCEEDED, patterns, rc=0)
+    assert noted.failure_class is FailureClass.SUCCESS and "1 error line(s)" in noted.reason, noted.reason

@@ -191,6 +191,7 @@ def classify(
     lines = result.lines if isinstance(result, ScanResult) else None
     evidence = _without_transport_status(_without_sent_faults(_without_amrex_own_aborts(evidence)))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
+    evidence = _without_success_words(status, evidence)
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
     decision = (
@@ -243,7 +244,7 @@ def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _De
         return None
     if any(e.pattern in _ABORTS_JOB for e in evidence):
         return None
-    roots = sum(1 for e in evidence if e.role is Role.ROOT)
+    roots = sum(1 for e in evidence if e.role is Role.ROOT and e.failure_class is not FailureClass.SUCCESS)
     note = f" ({roots} error line(s) in the log did not stop it)" if roots else ""
     return _Decision(FailureClass.SUCCESS, (), f"exit 0{note}")
 
@@ -251,6 +252,16 @@ def _exit_zero(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> _De
 #: Lines that say the program aborted the whole job (Open MPI's MPI_ABORT help message, MPICH's 'application called
 #: MPI_Abort(...)'): never a run the job survived, whatever the exit status.
 _ABORTS_JOB = frozenset({"openmpi.user_mpi_abort", "hydra.user_mpi_abort"})
+
+
+def _without_success_words(status: ExitStatus | None, evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """A non-zero exit status or a signal is the launcher's word that the job failed: a line saying it finished
+    well (a test program's 'completed MPI_Finalize', Ray's "Job '...' succeeded": one step's, one rank's, or an
+    earlier run's in the same file) then says nothing about how this attempt ended, and is left out; what else the
+    log shows, or the status itself, decides."""
+    if status is None or status.ok:
+        return evidence
+    return tuple(e for e in evidence if e.failure_class is not FailureClass.SUCCESS)
 
 
 def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:
@@ -688,8 +699,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue  # Nextflow's end-of-run counts after Session.abort: a script error can abort with no task failed
         if _passed_over(ev, evidence):
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
-        if ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence) or _crashed_after_notice(ev, evidence):
-            # read only when nothing else decides (_last_resort); a wrapper's exit 0; a notice the crash outranks
+        if (ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence) or _crashed_after_notice(ev, evidence)
+                or _success_contradicted(ev, evidence)):
+            # read only when nothing else decides (_last_resort); a wrapper's exit 0; a notice the crash outranks;
+            # a success summary when a rank crashed or a task exited non-zero (one step's success is not the run's)
             continue
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
@@ -725,6 +738,20 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         return _Decision(root.failure_class or ev.failure_class, (), why,
                          from_status=summary, line=root.line if summary else None)
     return None
+
+
+def _success_contradicted(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """A line saying the run succeeded (a summary: Ray's "Job '...' succeeded", a test program's 'completed
+    MPI_Finalize') holds only while nothing in the log says a process failed: a rank's own crash (its signal
+    handler's report, before or after: a crash at exit after the program's last word still fails the job) or a
+    launcher's word that a task exited non-zero. The run did not succeed; the failure lines decide."""
+    return ev.failure_class is FailureClass.SUCCESS and any(
+        e is not ev and (_is_crash(e) or e.pattern in _NONZERO_EXIT_WORDS) and not _passed_over(e, evidence)
+        for e in evidence)
+
+
+#: A job shell's word that its tasks exited non-zero or died (flux-job's "task(s) exited with exit code 1").
+_NONZERO_EXIT_WORDS = frozenset({"flux.job_tasks_status"})
 
 
 def _died_of(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
