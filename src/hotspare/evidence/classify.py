@@ -1009,6 +1009,7 @@ _STATUS_ONLY = frozenset({
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
     "kubernetes.training_sdk_status_succeeded", "ray.job_cli_succeeded",
     "generic.ezpz_execution_finished_zero", "genomics.mrbayes_interrupt_detected",
+    "htcondor.dagman_all_jobs_completed",
 })
 # A job script's environment setup that failed (a module that is unknown or cannot be loaded, a 'conda activate'
 # in a shell conda was never set up in): the script goes on without it (no `set -e`), so what the
