@@ -2742,17 +2742,18 @@ def test_a_finished_line_whose_own_words_say_failed_or_errors_still_finished(pat
     assert v.failure_class is FailureClass.SUCCESS, v.reason
 
 
+@pytest.mark.parametrize("gap", ["\n", ""], ids=["empty-line", "empty-line-dropped"])
 def test_a_kokkos_messages_own_last_line_inside_a_terminate_report_still_reaches_its_abort(
-        patterns: PatternSet) -> None:
+        patterns: PatternSet, gap: str) -> None:
     """Kokkos built without stack traces ends an exception's message with 'Traceback functionality not available'
     and an empty line, inside libstdc++'s terminate report: the abort Open MPI's handler reports after it is still
     the handler's own, so a GPU out-of-memory said only in the 'what():' line is placed on that abort's host
-    (heldout401, lammps#542)."""
+    (heldout401, lammps#542); as well when a paste dropped that empty line."""
     log = ("terminate called after throwing an instance of 'std::runtime_error'\n"
            "  what():  cudaCreateTextureObject( & tex_obj , & resDesc, & texDesc, NULL ) error( "
            "cudaErrorMemoryAllocation): out of memory ../../lib/kokkos/core/src/Cuda/Kokkos_CudaSpace.cpp:296\n"
            "Traceback functionality not available\n"
-           "\n"
+           f"{gap}"
            "[bigfacet:07706] *** Process received signal ***\n"
            "[bigfacet:07706] Signal: Aborted (6)\n"
            "[bigfacet:07706] Signal code:  (-6)\n")

@@ -1781,12 +1781,13 @@ def _terminate_aborts(root: Evidence, crash: Evidence, evidence: tuple[Evidence,
     if not (_TERMINATE.search(root.text) or _TERMINATE_WHAT.search(root.text)) or _NAMES_SIGNAL.search(crash.text):
         return False  # a line that says which signal ('died from signal 11') is read by what it says
     end = root.line + _joined_report_lines(root.text)
+    blank = False  # the report ends in an empty line, which a paste may have dropped
     for e in sorted(evidence, key=lambda x: x.line):
         if e.line == end + 1 and e.role is Role.ROOT and e.failure_class is FailureClass.OOM:
-            end = e.line
+            end, blank = e.line, False
         elif e.line == end + 1 and e.pattern == _KOKKOS_TRACEBACK:
-            end = e.line + 1  # the message's own last line, then the empty line its trailing newline leaves
-    return crash.line == end + 1
+            end, blank = e.line, True  # the message's own last line, then the empty line its newline leaves
+    return crash.line == end + 1 or (blank and crash.line == end + 2)
 
 
 #: A Dask client's frame re-raising a task's exception with the worker's traceback (Future.result/_result,
