@@ -2871,10 +2871,16 @@ def test_a_ranks_crash_outranks_a_summary_saying_the_run_succeeded(
     assert [h.name for h in v.blamed_hosts] == ["nid001"]
 
 
-def test_flux_jobs_word_that_tasks_exited_non_zero_outranks_the_hello_summary(patterns: PatternSet) -> None:
-    """flux-job's 'task(s) exited with exit code 1' after the test program's finalize line: some task failed, so
-    the run did not succeed (no cause shown: unknown, retryable)."""
-    v = verdict(_FLUX_HELLO + "flux-job: task(s) exited with exit code 1\n", patterns)
+@pytest.mark.parametrize("words", [
+    "flux-job: task(s) exited with exit code 1\n",
+    "srun: error: nid001: task 3: Exited with exit code 1\n",
+    "mpirun detected that one or more processes exited with non-zero status, thus causing\n",
+], ids=["flux-job", "srun", "mpirun"])
+def test_a_launchers_word_that_tasks_exited_non_zero_outranks_a_success_summary(
+        patterns: PatternSet, words: str) -> None:
+    """A launcher's word that some task exited non-zero (flux-job, srun, mpirun) after a test program's finalize
+    line: the run did not succeed (no cause shown: unknown, retryable)."""
+    v = verdict(_FLUX_HELLO + words, patterns)
     assert v.failure_class is FailureClass.UNKNOWN, v.reason
     assert v.retryable
 

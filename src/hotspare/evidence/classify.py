@@ -750,8 +750,10 @@ def _success_contradicted(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
         for e in evidence)
 
 
-#: A job shell's word that its tasks exited non-zero or died (flux-job's "task(s) exited with exit code 1").
-_NONZERO_EXIT_WORDS = frozenset({"flux.job_tasks_status"})
+#: A launcher's or a job shell's word that tasks exited non-zero (flux-job's "task(s) exited with exit code 1", srun's
+#: "error: HOST: task N: Exited with exit code 1", mpirun's "detected that one or more processes exited with non-zero
+#: status"); not the generic forms, which a wrapper prints after its own success too (Airflow's SIGTERMed task).
+_NONZERO_EXIT_WORDS = frozenset({"flux.job_tasks_status", "slurm.srun_tasks_exit_code", "openmpi.nonzero_status"})
 
 
 def _died_of(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
