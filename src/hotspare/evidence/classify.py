@@ -1573,19 +1573,16 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
     first."""
     pair = next((e for e in reversed(evidence) if e.pattern == _USAGE_WALLTIME_PAIR), None)
     found = _USAGE_WALLTIME_VALUES.search(pair.text) if pair is not None else None
-    requested: Evidence | None = pair
-    used: Evidence | None = pair
-    if found is not None:
-        # Gadi's footer prints both on one line ('Walltime requested: 15:00:00   Walltime Used: 15:01:13').
+    if pair is not None and found is not None:
+        requested = used = pair
         limit, spent = parse_duration_s(found.group(1)), parse_duration_s(found.group(2))
     else:
-        requested = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_REQUESTED), None)
-        used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
-        if requested is None or used is None:
+        epilogue_requested = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_REQUESTED), None)
+        epilogue_used = next((e for e in reversed(evidence) if e.pattern == _EPILOGUE_USED), None)
+        if epilogue_requested is None or epilogue_used is None:
             return None
+        requested, used = epilogue_requested, epilogue_used
         limit, spent = (_walltime_s(e.text) for e in (requested, used))
-    if requested is None or used is None:
-        return None
     if limit is None or spent is None or limit == 0 or spent < limit:
         return None
     return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent:.0f} s used of the "
