@@ -756,6 +756,14 @@ def _success_contradicted(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 _NONZERO_EXIT_WORDS = frozenset({"flux.job_tasks_status", "slurm.srun_tasks_exit_code", "openmpi.nonzero_status"})
 
 
+#: A stop message read as unknown and the frames of the same stop printed after it: the CESM/E3SM share code's
+#: shr_abort_abort writes 'ERROR: <message>' (print_error_to_logs) and then its backtrace (shr_abort_backtrace),
+#: whose shr_abort_mod frames cesm.shr_abort_frame reads as the model's own stop. When the message is EAM's netCDF
+#: check ('ERROR: HANDLE_NCERR', error_messages.F90 handle_ncerr -> endrun, the reason written only to atm.log),
+#: the frames below are that same stop, not a second, programming, cause (heldout433).
+_OWN_STOP_FRAMES: dict[str, frozenset[str]] = {"cesm.handle_ncerr_stop": frozenset({"cesm.shr_abort_frame"})}
+
+
 def _died_of(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> _Decision | None:
     """What a root that says only 'it died' (a KilledWorker, a worker lost) yields to, below it: the program's own
     error anywhere in the log (the worker died of the missing module), or the dead worker's own word for why it
@@ -763,6 +771,7 @@ def _died_of(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | 
     :data:`_WORKER_EXIT_REASONS`): that reason decides, as the mistake does."""
     mistake = next((e for e in evidence if e.role is Role.ROOT and e.line > ev.line
                     and e.failure_class is FailureClass.USER_ERROR and not _passed_over(e, evidence)
+                    and e.pattern not in _OWN_STOP_FRAMES.get(ev.pattern, ())
                     and not _setup_line(e) and not _halted_at_lost_worker(e, evidence)
                     and not _halted_without_error(e, evidence)
                     and e.pattern not in _STATUS_ONLY and e.pattern not in LAST_RESORT), None)
