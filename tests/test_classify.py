@@ -2890,3 +2890,38 @@ def test_exit_zero_does_not_count_success_lines_as_error_lines(patterns: Pattern
     assert verdict(_RAY_SUCCEEDED, patterns, rc=0).reason == "success: exit 0"
     noted = verdict("ERROR: Could not open file input.dat\n" + _RAY_SUCCEEDED, patterns, rc=0)
     assert noted.failure_class is FailureClass.SUCCESS and "1 error line(s)" in noted.reason, noted.reason
+
+
+_PARSL_MISMATCH = ("2019-04-01 20:56:02.415 parsl.executors.high_throughput.executor:329 [WARNING]  Executor shutting"
+                   " down due to version mismatch in interchange\n")
+
+
+def test_a_stop_the_program_logs_at_warning_level_still_decides(patterns: PatternSet) -> None:
+    """Parsl's HighThroughputExecutor logs its version-mismatch shutdown at WARNING and then fails every task
+    (heldout431): the logger's level does not make it an error the run carried on past, as it does for an ordinary
+    warning-level exception line."""
+    v = verdict(_PARSL_MISMATCH, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR, v.reason
+    assert "parsl.executor_version_mismatch" in v.reason
+    assert not v.retryable
+    carried_on = verdict("2019-04-01 20:56:02.415 root:12 [WARNING]  ValueError: bad chunk size, using 64\n", patterns)
+    assert carried_on.failure_class is not FailureClass.USER_ERROR, carried_on.reason
+
+
+_E3SM_NCERR = ("  0:  initializing elements...\n"
+               "  0:  ERROR: HANDLE_NCERR\n"
+               "  0: #0  0x5c10e39 in __shr_abort_mod_MOD_shr_abort_backtrace\n"
+               "  0:    at /home/u/e3sm/share/util/shr_abort_mod.F90:104\n"
+               "  0: #1  0x5c1101b in __shr_abort_mod_MOD_shr_abort_abort\n"
+               "  0:    at /home/u/e3sm/share/util/shr_abort_mod.F90:61\n")
+
+
+def test_the_backtrace_of_a_stop_is_not_a_second_cause(patterns: PatternSet) -> None:
+    """E3SM's netCDF check stops with 'ERROR: HANDLE_NCERR' (the reason only in atm.log) and shr_abort prints its
+    backtrace below (heldout433): the shr_abort frames are that same stop, so the run is unknown (nothing says why
+    the file call failed), not the model's own mistake; the frames alone still read as the model's stop."""
+    v = verdict(_E3SM_NCERR, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN, v.reason
+    assert "cesm.handle_ncerr_stop" in v.reason
+    frames_only = verdict("".join(_E3SM_NCERR.splitlines(keepends=True)[2:]), patterns)
+    assert frames_only.failure_class is FailureClass.USER_ERROR, frames_only.reason
