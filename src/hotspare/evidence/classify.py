@@ -2030,7 +2030,8 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
                and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)
                and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))
-               and not (e.pattern == "generic.error_severity_line" and _JAVA_RESTATED_GONE.search(e.text))), None)
+               and not (e.pattern == "generic.error_severity_line" and _JAVA_RESTATED_GONE.search(e.text))
+               and not (e.pattern == "generic.error_severity_line" and _NEXTFLOW_TASK_RESTATED.search(e.text))), None)
     if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1))):
         return None
     return ev
@@ -2056,6 +2057,15 @@ _JAVA_CONTEXT_GONE = re.compile(r'" (?:java\.(?:io|net|nio|rmi)\.|\S*(?:IllegalS
 #: ProcessUnrecoverableException's message) still read as before.
 _JAVA_RESTATED_GONE = _opening(r'\s*error \[(?:java\.(?:io|net|nio|rmi)\.\S*|\S*(?:IllegalState|Interrupted|Timeout|'
                                  r'Execution|Remote|Rpc|Closed|Socket|Connect|IO)[A-Za-z]*(?:Exception|Error))\]: ')
+
+#: Nextflow's restatement of a task's failure in its debug log (TaskProcessor.resumeOrDie: '  error [<class>]:
+#: <message>') when the exception is the engine's own ProcessFailedException: TaskProcessor.finalizeTask throws it
+#: with 'Process `<name>` terminated with an error exit status (N)', '... terminated for an unknown reason -- Likely
+#: it has been terminated by the external system' or '... failed' (nextflow-io/nextflow modules/nextflow/src/main/
+#: groovy/nextflow/processor/TaskProcessor.groovy, read at 2aad02f). It says that the task failed, not why: the task's
+#: own stderr that the report quotes below it ('Command error:') is the line to read, so this one is passed over,
+#: not taken as the first error line (heldout444).
+_NEXTFLOW_TASK_RESTATED = _opening(r"\s*error \[(?:nextflow\.exception\.)?ProcessFailedException\]: ")
 
 #: A traceback's last line, whatever the exception's type (a context line: it decides nothing by itself).
 _EXCEPTION_LINE = "python.exception_line"
