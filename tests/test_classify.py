@@ -2925,3 +2925,23 @@ def test_the_backtrace_of_a_stop_is_not_a_second_cause(patterns: PatternSet) -> 
     assert "cesm.handle_ncerr_stop" in v.reason
     frames_only = verdict("".join(_E3SM_NCERR.splitlines(keepends=True)[2:]), patterns)
     assert frames_only.failure_class is FailureClass.USER_ERROR, frames_only.reason
+
+
+_NEXTFLOW_TASK_FAILED = (
+    "Jul-09 15:47:16.505 [TaskFinalizer-2] DEBUG nextflow.processor.TaskProcessor - Handling unexpected condition for\n"
+    "  task: name=TRIM (3); work-dir=/scratch/u/work/dc/cd370c\n"
+    "  error [nextflow.exception.ProcessFailedException]: Process `TRIM (3)` terminated with an error exit status (1)\n"
+    "Jul-09 15:47:16.634 [TaskFinalizer-2] ERROR nextflow.processor.TaskProcessor - Error executing process > 'TRIM (3)'\n"
+    "\nCaused by:\n  Process `TRIM (3)` terminated with an error exit status (1)\n\n"
+    "Command exit status:\n  1\n\nCommand error:\n"
+    "  gzip: sample3.fq.gz: No such file or directory\n\n"
+    "Work dir:\n  /scratch/u/work/dc/cd370c\n")
+
+
+def test_nextflows_restated_task_failure_gives_way_to_the_tasks_own_error(patterns: PatternSet) -> None:
+    """Nextflow's debug log restates a failed task as 'error [ProcessFailedException]: Process ... terminated with
+    an error exit status (1)' (heldout444): that says the task failed, not why; the task's own stderr quoted under
+    'Command error:' (a missing input) decides."""
+    v = verdict(_NEXTFLOW_TASK_FAILED, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR, v.reason
+    assert "sample3.fq.gz" in v.reason, v.reason
