@@ -427,6 +427,9 @@ _SENT_FAULT_LINES = 3
 #: of opal_backtrace_print's buffer, so a sent signal's report spans the head, a few code lines and those frames.
 _HANDLER_FRAME = "openmpi.opal_signal_handler_frame"
 _HANDLER_FRAME_LINES = 40
+#: The handler's 'Failing at address: %p' line, printed just after 'Signal code:' for the fault signals whatever the
+#: si_code (opal_show_stackframe): below a SI_USER code it is the sent signal's report too (heldout447).
+_HANDLER_BELOW_CODE = frozenset({_HANDLER_FRAME, "openmpi.opal_signal_failing_address"})
 
 
 #: A transport library's own log line ending in its status string for a failed operation: UCX's 'Input/output
@@ -503,14 +506,14 @@ def _amrex_own_stop(evidence: tuple[Evidence, ...]) -> _Decision | None:
 def _without_sent_faults(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """Drop crash lines that the handler's next lines say were sent from outside: a SIGSEGV/SIGBUS/SIGILL/SIGFPE
     whose si_code is SI_USER ('Signal code:  (0)' within a few lines, same host) was kill()ed into the process (a
-    ``timeout -s SEGV``, a watchdog), not a fault of its own, so it names no origin; nor do the backtrace frames the
-    handler prints below that line for the same host."""
+    ``timeout -s SEGV``, a watchdog), not a fault of its own, so it names no origin; nor do the faulting address and
+    the backtrace frames the handler prints below that line for the same host."""
     sent = [e for e in evidence if e.pattern == _SENT_FAULT]
     if not sent:
         return evidence
     return tuple(e for e in evidence if not (_is_crash(e) and any(
         (0 < s.line - e.line <= _SENT_FAULT_LINES
-         or (e.pattern == _HANDLER_FRAME and 0 < e.line - s.line <= _HANDLER_FRAME_LINES)) and s.host == e.host
+         or (e.pattern in _HANDLER_BELOW_CODE and 0 < e.line - s.line <= _HANDLER_FRAME_LINES)) and s.host == e.host
         for s in sent)))
 
 
