@@ -595,6 +595,8 @@ _SRUN_ABORT = re.compile(r"\b(?:Job step aborted|forcing job termination)\b")
 _TEARDOWN = frozenset({"slurm.step_aborted"})
 #: srun's own teardown line, the words it says only when it kills the step itself, and the step's CANCELLED line.
 _SRUN_TEARDOWN, _SRUN_TERMINATING, _STEP_CANCELLED = "slurm.step_aborted", "Terminating ", "slurm.stepd_cancelled"
+#: srun's report of a node's tasks that died of a crash signal (slurm pack).
+_SRUN_TASK_CRASH = "slurm.srun_tasks_other_signal"
 #: Open MPI's MPI_ERRORS_ARE_FATAL banner ('*** An error occurred in MPI_Send'): the handler then aborts the job
 #: itself (ompi/errhandler/errhandler_predefined.c ompi_mpi_errors_are_fatal_comm_handler -> ompi_mpi_abort, which
 #: under srun is PMI_Abort), so a step's CANCELLED line after it is that abort's teardown, not a user's scancel.
@@ -1548,15 +1550,28 @@ def _lost_contact_after(infra: Evidence, ev: Evidence) -> bool:
             and (infra.host is None or infra.host_means not in _ORIGIN_MEANINGS))
 
 
+def _cancel_of_crashed_step(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """A step's CANCELLED line that gives no reason, in a log where srun reports tasks killed by a crash signal
+    (see _first_cascade): the teardown of that crash wherever the line was printed."""
+    return (ev.pattern == _STEP_CANCELLED and "*** STEP " in ev.text and " DUE " not in ev.text
+            and any(e.pattern == _SRUN_TASK_CRASH for e in evidence))
+
+
 def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
     """With no root cause, a consequence still says what kind of failure it was (never who), unless a rank
     died on its own before it (a segfault, then the step's cancellation is only the teardown). A step's CANCELLED
     line after srun's own "Terminating StepId" is that teardown too, not a user's scancel: srun prints it only when
     a task exited abnormally (--kill-on-bad-exit) or -W's timer ran out after the first task ended (Slurm
     src/srun/launch.c _step_signal, signals.c). After Open MPI's MPI_ERRORS_ARE_FATAL banner the handler aborts the
-    job itself (PMI_Abort under srun), so the CANCELLED line after it is that abort's teardown as well."""
+    job itself (PMI_Abort under srun), so the CANCELLED line after it is that abort's teardown as well. So is a
+    step's CANCELLED line that only says when (no DUE TO) in a log where srun reports a task of the same step killed
+    by a crash signal ('srun: error: H: tasks 251-255: Segmentation fault', src/srun/launch.c _task_finish): a
+    scancel ends tasks with SIGTERM/SIGKILL, never SIGSEGV or SIGBUS, so the crash came first and srun's
+    --kill-on-bad-exit cancelled the step, even when slurmstepd's line reached stderr before srun's (heldout456)."""
     srun_teardown = False
     for ev in evidence:
+        if _cancel_of_crashed_step(ev, evidence):
+            continue
         if ev.host_means is HostMeaning.ORIGIN and ev.role is Role.CONTEXT:
             return None
         if ev.pattern == _SRUN_TEARDOWN and _SRUN_TERMINATING in ev.text:
@@ -1623,7 +1638,8 @@ def _signal_death(
     if decision.failure_class is not FailureClass.UNKNOWN and not (
             decision.from_status and decision.failure_class in _CRASH_EXPLAINS):
         return decision
-    teardown = next((e.line for e in evidence if e.role is Role.CASCADE or e.pattern in _TEARDOWN), None)
+    teardown = next((e.line for e in evidence if (e.role is Role.CASCADE or e.pattern in _TEARDOWN)
+                     and not _cancel_of_crashed_step(e, evidence)), None)
     crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
     if decision.failure_class in (FailureClass.USER_ERROR, FailureClass.CANCELLED) and decision.line is not None:
         # A program's own fatal error explains the abort that follows it (its way to stop); a crash before it
