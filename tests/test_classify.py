@@ -2945,3 +2945,21 @@ def test_nextflows_restated_task_failure_gives_way_to_the_tasks_own_error(patter
     v = verdict(_NEXTFLOW_TASK_FAILED, patterns)
     assert v.failure_class is FailureClass.USER_ERROR, v.reason
     assert "sample3.fq.gz" in v.reason, v.reason
+
+
+_SRUN_SEGV_AFTER_CANCEL = (
+    "slurmstepd: error: *** STEP 1234.0 ON nid00535 CANCELLED AT 2019-11-04T10:21:44 ***\n"
+    "srun: error: nid00536: tasks 251-255: Segmentation fault\n"
+    "srun: Terminating job step 1234.0\n")
+
+
+def test_a_steps_cancel_without_reason_before_sruns_crash_report_is_its_teardown(patterns: PatternSet) -> None:
+    """slurmstepd's 'STEP ... CANCELLED AT <time>' (no DUE TO) can reach stderr before srun's report that a node's
+    tasks died of SIGSEGV (heldout456): a scancel never ends tasks with a fault signal, so the crash is the cause
+    (its node the origin) and the cancel the teardown; the same line with a reason, or with no crash reported, still
+    decides as a cancellation."""
+    v = verdict(_SRUN_SEGV_AFTER_CANCEL, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED, v.reason
+    assert names(v.blamed_hosts) == ["nid00536"], v.reason
+    alone = verdict(_SRUN_SEGV_AFTER_CANCEL.splitlines(keepends=True)[0], patterns)
+    assert alone.failure_class is FailureClass.CANCELLED, alone.reason
