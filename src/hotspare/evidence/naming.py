@@ -78,6 +78,10 @@ _NOT_A_NODE = re.compile(
     r"|layer|block|stage|local|default|job|line|test|tp|pp|dp|ep|part|shard|pid|tid|lo)\d+",
     re.IGNORECASE,
 )
+# A name read "X to Y" with the digit 2 between two words (im2col, col2im, num2str, sub2ind, word2vec, seq2seq):
+# a function or a converter naming itself before its message (MatConvNet's "im2col: CUDA kernel error (...)"),
+# not a node, whose numbers count machines rather than join words.
+_X_TO_Y = re.compile(r"[A-Za-z]{2,}2[A-Za-z]{2,}")
 
 
 def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
@@ -85,8 +89,8 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
     xla_dist's ``date time A.B.C.D [n]`` prefix) of ``line``
     ending at or before offset ``before`` (where the pattern matched), or ``(None, None)``. Taken only when it
     must be a node's name: an IPv4 address, or a name with a digit that does not start with one (a date, a time,
-    a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``); a name without
-    a digit (``slurmstepd``, ``srun``, a Python module) never is. (pure)"""
+    a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``) nor an "X to Y"
+    function's name (``im2col``); a name without a digit (``slurmstepd``, ``srun``, a Python module) never is. (pure)"""
     # Ray's "(worker pid=N, ip=A.B.C.D) ", xla_dist's "date time A.B.C.D [n] ": the node that printed it
     ray = _RAY_PREFIX.match(line) or _XLA_DIST_PREFIX.match(line)
     if ray is not None and ray.end() <= before:
@@ -97,7 +101,7 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
         return ANONYMOUS  # (bash names the script, an assert the program, not a node: "run.sh: line 9: 21923 Aborted")
     text = found.group(1).decode("latin-1")
     if not _IPV4.fullmatch(text) and (text[0].isdigit() or not any(c.isdigit() for c in text)
-                                      or _NOT_A_NODE.fullmatch(text)):
+                                      or _NOT_A_NODE.fullmatch(text) or _X_TO_Y.fullmatch(text)):
         return ANONYMOUS
     (host,) = _hosts(text, False)
     return ANONYMOUS if host is None else (host, host.raw)
