@@ -666,7 +666,11 @@ def _blames(roots: list[Evidence], reason: QuarantineReason) -> tuple[Blame, ...
 
 def _wrapper_exit_zero(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``ev`` is the batch system's report that the job's script exited 0 beside a line that reports a
-    non-zero exit in words ('finished with 143'): the script was a wrapper that caught its program's failure."""
+    non-zero exit in words ('finished with 143'): the script was a wrapper that caught its program's failure; or
+    qacct's exit_status 0 beside qacct's 'failed' field with a state other than 0: Grid Engine failed the job, and
+    the exit status is one the job never set."""
+    if ev.pattern == _QACCT_EXIT_ZERO:
+        return any(e.pattern == _QACCT_FAILED for e in evidence)
     return ev.pattern == _EXIT_ZERO and any(e.pattern == _NONZERO_EXIT for e in evidence)
 
 
@@ -998,6 +1002,8 @@ _QUOTED_CAUSE_LINES = 4
 #: A batch system's report that the job's script exited 0, and a line reporting a non-zero exit in words
 #: ('finished with 143'): beside the second, the first is a wrapper script's exit, which caught its program's failure.
 _EXIT_ZERO, _NONZERO_EXIT = "generic.job_exit_status_zero", "generic.nonzero_exit_reported"
+#: qacct -j's exit_status 0, and its 'failed' field with a state other than 0 (Grid Engine failed the job itself).
+_QACCT_EXIT_ZERO, _QACCT_FAILED = "sge.qacct_exit_status_zero", "sge.qacct_failed_state"
 
 #: Nextflow's end-of-run stats with no failed task, and the log line Session.abort writes (any abort: a task's
 #: failure, a script error, a signal): after an abort the counts are no success.
@@ -1018,7 +1024,7 @@ _STATUS_ONLY = frozenset({
     "nextflow.run_summary_succeeded", "nextflow.run_summary_failed", "rlang.batchtools_future_expired",
     "nextflow.workflow_stats_no_failure",
     "generic.numerical_failure_words", "htcondor.normal_termination_zero",
-    "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero",
+    "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero", "sge.qacct_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
     "flux.broker_rc2_success", "flux.mpi_hello_finalized", "flux.jobs_listing_completed", "flux.jobs_listing_failed",
     "slurm.srun_tasks_completed",
