@@ -45,7 +45,8 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
                        "genomics.iqtree_date_and_time_finished", "genomics.mrbayes_analysis_completed",
                        "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
-                       "pflotran.all_tests_passed", "custodian.attempt_started"})
+                       "pflotran.all_tests_passed", "mlperf.run_stop_success",
+                       "custodian.attempt_started"})
 
 
 @dataclass(frozen=True, slots=True)
