@@ -744,8 +744,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         root = _quoted_cause(ev, evidence)
         summary = root.pattern in _STATUS_ONLY
         why = f"{root.pattern} at line {root.line}: {root.text[:120]}"
-        return _Decision(root.failure_class or ev.failure_class, (), why,
-                         from_status=summary, line=root.line if summary else None)
+        # A frame of the program's own abort routine whose message is not in the log (class unknown): the abort
+        # reported with its traceback is that stop (see _signal_death), not a crash that says more.
+        stop = root.pattern in _ABORT_ROUTINES and root.failure_class is FailureClass.UNKNOWN
+        return _Decision(root.failure_class or ev.failure_class, (), why, from_status=summary,
+                         line=root.line if summary or stop else None, own_abort=stop)
     return None
 
 
@@ -1473,9 +1476,9 @@ _HANDLER_ABORTS = frozenset({"petsc.caught_crash_signal", "petsc.crash_report_ho
 
 
 # A frame of a program's own abort routine in the traceback its SIGABRT prints (CESM/E3SM's shr_abort_abort, CP2K's
-# cp_abort, which end in abort()): the abort line above it is how the program stopped itself, so that crash does not
-# explain it.
-_ABORT_ROUTINES = frozenset({"cesm.shr_abort_frame", "cp2k.cp_abort_frame"})
+# cp_abort, PIO 1's piodie, which end in abort()): the abort line above it is how the program stopped itself, so
+# that crash does not explain it.
+_ABORT_ROUTINES = frozenset({"cesm.shr_abort_frame", "cp2k.cp_abort_frame", "netcdf.pio1_piodie_frame"})
 
 
 # Infrastructure that explains a program's error wherever its line is (a KeyError from a truncated file on a full
@@ -1654,6 +1657,10 @@ def _signal_death(
         crashes = [e for e in crashes if e.line < decision.line
                    and not (decision.own_abort and _ABORT.search(e.text))
                    and not _terminate_reports(e, decision.line)]
+    if decision.failure_class is FailureClass.UNKNOWN and decision.own_abort and decision.line is not None:
+        # The program's own abort routine decided, its message elsewhere (PIO 1's piodie frame): the SIGABRT whose
+        # traceback shows that frame is how it stopped, so an abort reported in the walkback above it says no more.
+        crashes = [e for e in crashes if not (_ABORT.search(e.text) and 0 <= decision.line - e.line <= _WALKBACK_LINES)]
     if not crashes:
         return decision
     first = crashes[0]
