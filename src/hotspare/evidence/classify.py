@@ -2330,7 +2330,10 @@ _FINISHED_LINES = 3
 #: after 'Termination requested by criterion: ...', its TimerOutput summary (a table row per timed section, tens
 #: of them), the solver-failure warnings, the total wallclock line, a resource block and the citation box
 #: (source/simulator/core.cc Simulator::run, heldout409).
-_CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80}
+#: 'ray start' follows 'Ray runtime started.' with its dashed rule and, on a head, its 'Next steps' block (how to add
+#: a node, connect, submit a job, stop Ray, view the status and the dashboard: some 25 lines; python/ray/scripts/
+#: scripts.py start(), ray 2.9.3, heldout466).
+_CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80, "ray.start_runtime_started": 30}
 #: Finished lines whose pattern spells the whole line, numbers aside: no room for words that take them back, and
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
 #: numerical error of its result; examples/cpi.c, heldout315; OPM Flow's trailer counts the work of its chopped steps
