@@ -2346,7 +2346,11 @@ _FINISHED_LINES = 3
 #: MLPerf implementations log a few closing events after their run_stop (openfold's epoch_stop and two tracked_stats
 #: lines in mlcommons/hpc_results_v3.0; mllog's compliance rules ask only for exactly one run_stop, not that it be
 #: last: mlperf_logging/compliance_checker/hpc_*/common.yaml, heldout464).
-_CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80, "mlperf.run_stop_success": 8}
+#: 'ray start' follows 'Ray runtime started.' with its dashed rule and, on a head, its 'Next steps' block (how to add
+#: a node, connect, submit a job, stop Ray, view the status and the dashboard: some 25 lines; python/ray/scripts/
+#: scripts.py start(), ray 2.9.3, heldout466).
+_CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80, "mlperf.run_stop_success": 8,
+                         "ray.start_runtime_started": 30}
 #: Finished lines whose pattern spells the whole line, numbers aside: no room for words that take them back, and
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
 #: numerical error of its result; examples/cpi.c, heldout315; OPM Flow's trailer counts the work of its chopped steps

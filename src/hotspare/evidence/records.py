@@ -39,6 +39,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "gromacs.mdrun_finished", "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
                        "hydra.cpi_finished", "hydra.mpich_test_no_errors", "charliecloud.mpihello_finalize_ok",
+                       "ray.start_runtime_started",
                        "wrf.success_complete",
                        "alps.app_resources", "lammps.total_wall_time",
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
