@@ -563,6 +563,39 @@ _TEARDOWN_SIGNAL = re.compile(r"\bKilled\b|\bsignal:? ?(?:9|15)\b|\bSIG(?:KILL|T
                               r"|EXIT CODE: (?:9|15|137|143)\b")
 
 
+#: The nanny's restart of a worker over its memory budget, and a worker's banner that it registered with its scheduler
+#: (distributed pack).
+_NANNY_MEMORY_RESTART, _WORKER_REGISTERED = "distributed.nanny_memory_restart", "distributed.registered_to"
+
+
+def _restarted_until_stopped(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the Dask nanny's memory restart ``ev`` was one the worker came back from and the scheduler then
+    stopped the job: the nanny restarts the worker process ('exceeded 95% memory budget. Restarting...', Nanny in
+    distributed/nanny.py), the new worker registers with the scheduler again ('Registered to:') and works on, and a
+    time limit, a cancellation or a preemption reported after that ends the job. As a program error the run went on
+    after (:func:`_ran_on_until_stopped`), the restart did not end it; the stop did (heldout468: dask-jobqueue worker
+    jobs on MPCDF Raven restarted over memory, then 'CANCELLED ... DUE TO TIME LIMIT')."""
+    if ev.pattern != _NANNY_MEMORY_RESTART:
+        return False
+    back = max((e.last_line or e.line for e in evidence if e.pattern == _WORKER_REGISTERED), default=None)
+    if back is None or back <= ev.line:
+        return False
+    return any(e.line > back and e.failure_class in _SCHEDULER_STOPS and e.role in (Role.ROOT, Role.CASCADE)
+               for e in evidence)
+
+
+def _lost_after_stop(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the network line ``ev`` comes after a cancellation line (scancel's 'CANCELLED AT', a Ctrl-C):
+    processes signalled on purpose break their connections and their peers report it (a broken pipe as a Dask
+    worker's queue feeder dies under slurmstepd's SIGTERM), so those lines are the cancellation's teardown, not a
+    fault of the network, and the cancellation decides (heldout468: dask-jobqueue worker jobs scancelled when the
+    cluster closed). A worker's own 'Stopping worker at' is no such line: Worker.close logs it when it lost its
+    scheduler too (distributed/worker.py, 'Reason: worker-handle-scheduler-connection-broken')."""
+    if ev.failure_class is not FailureClass.NETWORK:
+        return False
+    return any(e.line < ev.line and e.failure_class is FailureClass.CANCELLED for e in evidence)
+
+
 def _before_cancel(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
     """Drop SIGKILLed ranks reported after the job was cancelled: ``scancel`` (or a second Ctrl-C to srun)
     ends the step with SIGTERM, then SIGKILL for whatever is left, and srun reports those tasks 'Killed'. A time
@@ -700,8 +733,10 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
-        if oom and ev.failure_class is FailureClass.RANK_KILLED:
-            continue  # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line)
+        if (oom and ev.failure_class is FailureClass.RANK_KILLED) or _restarted_until_stopped(ev, evidence):
+            # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line); a worker the nanny
+            # restarted over memory that came back: the scheduler's stop after it decides
+            continue
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
         if ev.pattern == _NEXTFLOW_STATS_OK and any(e.pattern == _NEXTFLOW_ABORTED for e in evidence):
@@ -723,7 +758,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
-        if _setup_line(ev) or _runtime_exit_io(ev, evidence) or (
+        if _setup_line(ev) or _runtime_exit_io(ev, evidence) or _lost_after_stop(ev, evidence) or (
                 ev.failure_class is FailureClass.NETWORK and _heap_abort_before(ev, evidence)):
             # glibc found the heap corrupt and aborted the process first: the connection errors reported after it
             # are how it and its peers went down, not a network fault. Signal deaths are read by what comes first.
@@ -2391,7 +2426,7 @@ _CUSTODIAN_STOP = "custodian.stop_words"
 _SCRIPT_COMMAND = "python.script_command_error"
 _GENERIC_FINISHED = "generic.program_finished_words"
 #: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
-_FINISHED = LAST_KEPT - {"custodian.attempt_started"}  # the scanner keeps their last line for this rule
+_FINISHED = LAST_KEPT - {"custodian.attempt_started", "distributed.registered_to"}  # the scanner keeps their last line
 #: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
 _NUMERICAL_WORDS = "generic.numerical_failure_words"
 #: The shell's 'real/user/sys' report of a timed command (bash's time keyword, time -p): after a finished line, not

@@ -34,7 +34,8 @@ def text_key(text: bytes) -> bytes:
 #: does not merely count it. A program's word that it finished is read only near the log's end
 #: (classify._said_it_finished), and each rank of a job prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's
 #: 'Normal termination' after each of its steps). custodian's start of each attempt is kept to its last as well
-#: (classify._custodian_recovered: a failure before the last restart was corrected); it is no finished word.
+#: (classify._custodian_recovered: a failure before the last restart was corrected); it is no finished word. So is a
+#: Dask worker's registration with its scheduler (classify._restarted_until_stopped: a worker back after a restart).
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "gromacs.mdrun_finished", "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
@@ -47,7 +48,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "genomics.iqtree_date_and_time_finished", "genomics.mrbayes_analysis_completed",
                        "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
                        "pflotran.all_tests_passed", "mlperf.run_stop_success",
-                       "custodian.attempt_started"})
+                       "custodian.attempt_started", "distributed.registered_to"})
 
 
 @dataclass(frozen=True, slots=True)
