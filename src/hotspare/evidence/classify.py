@@ -1059,10 +1059,23 @@ _CONDA_SHELL_NOT_SET_UP = re.compile(
     r"CommandNotFoundError: Your shell has not been properly configured to use 'conda (?:de)?activate'")
 
 
+# The same of a shell start-up file or an environment-modules init script the batch script sources and this node
+# lacks ('slurm_script: line 14: /etc/profile.d/TMI.sh: No such file or directory'): bash's 'source'/'.' opens the
+# file in builtins/evalfile.c _evalfile and, when open() fails, reports file_error (error.c: '%s: %s', the file's
+# name and strerror) behind the script's '<script>: line N: ', then runs the script's next command. These files
+# (/etc/profile and /etc/profile.d/*, /etc/bashrc, a home's .bashrc/.bash_profile/.profile, Modules' and Lmod's
+# init/<shell>) exist only to be sourced for the environment, so the line is the job's set-up, not its program
+# (heldout476: a VASP job whose script sourced a missing /etc/profile.d file, ran, and was cancelled).
+_SETUP_SOURCES = re.compile(
+    r": line [0-9]+: (?:/etc/(?:profile(?:\.d/[^\s:]+)?|(?:bash\.)?bashrc)|\S*/\.(?:bashrc|bash_profile|profile)|"
+    r"\S*/(?:[Mm]odules|lmod)/\S*init/[a-z]+): No such file or directory")
+
+
 def _setup_line(ev: Evidence) -> bool:
     """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
     return ev.pattern in _SETUP_ONLY or (
-        ev.pattern == "python.script_command_error" and _SETUP_COMMANDS.search(ev.text) is not None) or (
+        ev.pattern == "python.script_command_error" and (
+            _SETUP_COMMANDS.search(ev.text) is not None or _SETUP_SOURCES.search(ev.text) is not None)) or (
         ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None) or (
         ev.pattern == "generic.program_error_named" and _CONDA_SHELL_NOT_SET_UP.search(ev.text) is not None)
 
