@@ -1121,10 +1121,11 @@ _SETUP_COMMANDS = re.compile(
 # '<script>: line N: ' and goes on with the next line (read in bminor/bash at 637f5c86; heldout460, a VASP lab
 # course's '/var/spool/slurm/jobN/slurm_script: line 13: /etc/profile.d/TMI.sh: No such file or directory' ahead
 # of a time limit and a scancel). Files under a profile.d directory exist to be sourced (bash's /etc/profile and
-# conda's etc/profile.d read them), as do the rc files and the module systems' init scripts.
+# conda's etc/profile.d read them), as do /etc/profile and /etc/bashrc, the rc files and the module systems' init
+# scripts (heldout476, blind to 460, wrote the same reading for another VASP job's missing profile.d file; merged).
 _SETUP_FILES = re.compile(
-    r": line [0-9]+: \S*/(?:profile\.d/[^\s:/]+|\.bashrc|\.bash_profile|\.profile|init/(?:bash|sh|profile))"
-    r": No such file or directory")
+    r": line [0-9]+: (?:/etc/(?:profile|(?:bash\.)?bashrc)|\S*/profile\.d/[^\s:/]+|\S*/\.(?:bashrc|bash_profile|profile)"
+    r"|\S*/init/(?:bash|sh|profile)|\S*/(?:[Mm]odules|lmod)/\S*init/[a-z]+): No such file or directory")
 
 
 # The same of an environment function a login shell exported and the job's bash could not import (bash's
