@@ -1311,8 +1311,14 @@ _CRASH_EXPLAINS = frozenset({
 # get_class_msg); mpi4py's Exception carries that text ('mpi4py.MPI.Exception: Other MPI error, error stack:', a
 # send that failed deep in the transport at a thousand ranks, heldout352), which says the library failed, not how
 # the program called it. The wrong-call classes ('Message truncated', 'Invalid rank') stay the program's.
+# gRPC's and absl's DEADLINE_EXCEEDED (absl::StatusCode::kDeadlineExceeded, 'Deadline Exceeded' in gRPC's words,
+# TensorFlow's DeadlineExceededError) is a time out by its status name: a call that got no answer in time (jaxlib's
+# XlaRuntimeError carries the status code name first, 'DEADLINE_EXCEEDED: Barrier timed out. ...', from the XLA
+# coordination service), so a traceback ending in it is not read as the program's mistake even when the rest of
+# the message is cut off (heldout477).
 _INFRA_WORDS = re.compile(
-    r"(?i)connect|sock|network|\brpc\b|timed? ?out|memory|\bdisk|space left|quota|\bi/o\b|input/output|stale|"
+    r"(?i)connect|sock|network|\brpc\b|timed? ?out|deadline[ _]?exceeded|memory|\bdisk|space left|quota|"
+    r"\bi/o\b|input/output|stale|"
     r"file ?system|permission|device|\bgpu|cuda|\bhip\b|(?<![-\w])node|(?<![-\w])host|(?<![-\w])pilot\b|mount|resource|"
     r"unavailable|\bacl\b|"
     r"interrupt|signal|killed|terminated|launch|allocation|revoked|container|\bpmix?\b|slurmstepd|slurmd|pyxis|enroot|spank|"
