@@ -1124,8 +1124,9 @@ _SETUP_COMMANDS = re.compile(
 # conda's etc/profile.d read them), as do /etc/profile and /etc/bashrc, the rc files and the module systems' init
 # scripts (heldout476, blind to 460, wrote the same reading for another VASP job's missing profile.d file; merged).
 _SETUP_FILES = re.compile(
-    r": line [0-9]+: (?:/etc/(?:profile|(?:bash\.)?bashrc)|\S*/profile\.d/[^\s:/]+|\S*/\.(?:bashrc|bash_profile|profile)"
-    r"|\S*/init/(?:bash|sh|profile)|\S*/(?:[Mm]odules|lmod)/\S*init/[a-z]+): No such file or directory")
+    r": line [0-9]+: (?:/etc/(?:profile|(?:bash\.)?bashrc)|\S*/profile\.d/[^\s:/]+"
+    r"|\S*/\.(?:bashrc|bash_profile|profile)|\S*/init/(?:bash|sh|profile)|\S*/(?:[Mm]odules|lmod)/\S*init/[a-z]+)"
+    r": No such file or directory")
 
 
 # The same of an environment function a login shell exported and the job's bash could not import (bash's
