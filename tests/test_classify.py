@@ -161,6 +161,17 @@ def test_oom_explains_killed_ranks(patterns: PatternSet) -> None:
     assert v.blamed_hosts == (Host("n2"),) and v.exclude_hosts == ()
 
 
+def test_oom_count_below_a_time_limit_decides_when_tasks_died_before_it(patterns: PatternSet) -> None:
+    """slurmstepd prints the step's OOM-kill count once its tasks ended, below the time-limit line: tasks killed
+    before the limit, with no progress after, make it an OOM; without those deaths the limit decides."""
+    killed = "/var/spool/slurmd/job7/slurm_script: line 18: 2307 Killed                  worker --file=w.json\n"
+    tail = ("slurmstepd-n5: error: *** JOB 7 ON n5 CANCELLED AT 2018-07-05T05:27:19 DUE TO TIME LIMIT ***\n"
+            "slurmstepd-n5: error: Detected 49 oom-kill event(s) in step 7.batch cgroup.\n")
+    v = verdict(killed + tail, patterns)
+    assert v.failure_class is FailureClass.OOM
+    assert verdict(tail, patterns).failure_class is FailureClass.WALLTIME
+
+
 def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: PatternSet) -> None:
     """PyTorch's 'unhandled cuda error' whose 'Last error:' is NCCL's CUDA 'out of memory': the allocation decides."""
     text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled cuda error "

@@ -733,9 +733,15 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
+<<<<<<< HEAD
         if (oom and ev.failure_class is FailureClass.RANK_KILLED) or _restarted_until_stopped(ev, evidence):
             # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line); a worker the nanny
             # restarted over memory that came back: the scheduler's stop after it decides
+=======
+        if (oom and ev.failure_class is FailureClass.RANK_KILLED) or _oom_counted_after_limit(ev, evidence, progress):
+            # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line); a time limit that
+            # ended a job whose tasks the OOM killer had ended first (the count below the limit line decides)
+>>>>>>> heldout483
             continue
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
@@ -1373,6 +1379,31 @@ _ABORT = re.compile(r"signal 6\b|SIGABRT|\bAbort(?:ed)?\b|\b134\b|exitcode: -6\b
 #: What the scheduler (or its user) does to a job that is still running: it ran out of time, was cancelled, was
 #: preempted.
 _SCHEDULER_STOPS = frozenset({FailureClass.WALLTIME, FailureClass.CANCELLED, FailureClass.PREEMPTED})
+
+
+#: slurmstepd's count of the OOM kills in a step's cgroup ('Detected N oom_kill events in StepId=...', older
+#: 'oom-kill event(s) in step N.batch cgroup'): task_cgroup_memory_check_oom (src/plugins/task/cgroup/
+#: task_cgroup_memory.c), run from task_p_post_term once the step's tasks have ended, so it is printed after the
+#: step ended, below a time limit's 'CANCELLED AT ... DUE TO TIME LIMIT' line, and counts kills made before it.
+_STEP_OOM_COUNT = frozenset({"kernel.slurm_oom", "slurm.stepd_memory_kill"})
+_OOM_COUNT_WORDS = re.compile(r"Detected [0-9]+ oom[-_]kill event")
+
+
+def _oom_counted_after_limit(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> bool:
+    """Whether the time limit ``ev`` only ended a job the OOM killer had already stopped: tasks died (a shell's
+    'Killed', a rank's death) above the limit line, slurmstepd's OOM count for the step stands below it (printed
+    when the step's tasks ended, :data:`_STEP_OOM_COUNT`), and no progress line follows the first death. The
+    kills came first and decide (tests/data/real/README.md: the error before the limit, no progress between;
+    heldout483). Progress after the deaths leaves the time limit the cause."""
+    if ev.failure_class is not FailureClass.WALLTIME or ev.role is not Role.ROOT:
+        return False
+    if not any(e.pattern in _STEP_OOM_COUNT and e.line > ev.line and _OOM_COUNT_WORDS.search(e.text)
+               for e in evidence):
+        return False
+    deaths = [e.line for e in evidence if e.failure_class is FailureClass.RANK_KILLED and e.line < ev.line]
+    if not deaths:
+        return False
+    return progress is None or progress.last_line < min(deaths)
 
 
 def _ran_on_until_stopped(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress | None) -> bool:
