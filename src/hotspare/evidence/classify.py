@@ -733,15 +733,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
     for ev in ordered:
         if id(ev) in teardown:
             continue  # the SIGKILL of a cancellation, or of the ranks left after another one crashed
-<<<<<<< HEAD
-        if (oom and ev.failure_class is FailureClass.RANK_KILLED) or _restarted_until_stopped(ev, evidence):
+        if ((oom and ev.failure_class is FailureClass.RANK_KILLED) or _restarted_until_stopped(ev, evidence)
+                or _oom_counted_after_limit(ev, evidence, progress)):
             # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line); a worker the nanny
-            # restarted over memory that came back: the scheduler's stop after it decides
-=======
-        if (oom and ev.failure_class is FailureClass.RANK_KILLED) or _oom_counted_after_limit(ev, evidence, progress):
-            # rule 2: the OOM killer's SIGKILL (a shell's 'Killed' printed before the OOM line); a time limit that
-            # ended a job whose tasks the OOM killer had ended first (the count below the limit line decides)
->>>>>>> heldout483
+            # restarted over memory that came back: the scheduler's stop after it decides; a time limit that ended
+            # a job whose tasks the OOM killer had ended first (the count below the limit line decides)
             continue
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
