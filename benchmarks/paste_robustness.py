@@ -43,6 +43,8 @@ WAYS: dict[str, Callable[[str], str]] = {
     "colour residue": lambda text: "\n".join(f"[1;31m{line}[0m" if line else line for line in text.split("\n")),
     "caret colours": lambda text: "\n".join(f"^[[31m{line}^[[0m" if line else line for line in text.split("\n")),
     "quoted twice": lambda text: "\n".join("> > " + line for line in text.split("\n")),
+    "inline code": lambda text: "\n".join(f"`{line}`" if line.strip() else line for line in text.split("\n")),
+    "bold": lambda text: "\n".join(f"**{line}**" if line.strip() else line for line in text.split("\n")),
     "indented": _each_line("    "),
     "iso date": _each_line("[2024-05-01 12:00:00.123] "),
     "go log": _each_line("2024/05/01 12:00:00 "),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from hotspare import PatternError, PatternSet, Role, load_patterns, scan
+from hotspare import PatternError, PatternSet, Role, classify, load_patterns, scan
 from hotspare.evidence import multi
 from hotspare.evidence import patterns as patterns_module
 from hotspare.evidence.patterns import LINE_PREFIX, load_pack_text, with_prefixes
@@ -368,6 +368,24 @@ def test_blanks_before_a_lines_end_stay_on_that_line(regex: str, line: str) -> N
     block = f"{line}\n\nnext line\n"
     found = re.search(matched, block, re.MULTILINE)
     assert found is not None and "\n" not in found.group(0), (matched, found)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (b"`srun: error: Unable to allocate resources: Invalid account or account/partition combination specified`",
+     "user_error"),
+    (b"`Application 7116082 exit signals: Killed`", "rank_killed"),
+    (b"**A fatal system signal has occurred: segmentation violation**", "rank_killed"),
+    (b"``pdsh@fortoy0: fortoy3: command timeout``", "walltime"),
+    (b"`Successful run, exiting.`", "success"),
+])
+def test_a_line_closed_by_markdown_reads_as_the_bare_line(text: bytes, expected: str) -> None:
+    """A post wraps a lone log line in inline code or bold: the closing marks, like the opening ones LINE_PREFIX
+    reads past, are no part of the line, so a pattern anchored at the line's end still reads it."""
+    bare = text.strip(b"`*")
+    patterns = load_patterns(environ={})
+    for line in (bare, text):
+        verdict = classify(scan(line + b"\n", patterns))
+        assert verdict.failure_class.value == expected, (line, verdict.reason)
 
 
 @pytest.mark.parametrize("line", [
