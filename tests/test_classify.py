@@ -172,6 +172,31 @@ def test_oom_count_below_a_time_limit_decides_when_tasks_died_before_it(patterns
     assert verdict(tail, patterns).failure_class is FailureClass.WALLTIME
 
 
+def test_a_broken_pipe_after_a_cancellation_is_its_teardown(patterns: PatternSet) -> None:
+    """scancel's SIGTERM breaks the worker's connections and the broken pipe follows the CANCELLED line: the
+    cancellation decides; the same broken pipe with no cancel before it is the network's."""
+    pipe = ("Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.6/multiprocessing/connection.py", line 368, in _send\n'
+            "    n = write(self._handle, buf)\n"
+            "BrokenPipeError: [Errno 32] Broken pipe\n")
+    cancel = "slurmstepd: error: *** JOB 2 ON c1 CANCELLED AT 2020-02-20T10:05:27 ***\n"
+    alone = verdict(pipe, patterns).failure_class
+    assert alone is FailureClass.NETWORK
+    assert verdict(cancel + pipe, patterns).failure_class is FailureClass.CANCELLED
+    assert verdict(pipe + cancel, patterns).failure_class is alone
+
+
+def test_a_proxy_that_would_not_start_on_the_launchers_own_host_names_no_far_end(patterns: PatternSet) -> None:
+    """Hydra's 'unable to run bstrap_proxy on H' from '[mpiexec@H]' itself had no network between hosts in it: no
+    network verdict, nobody blamed; on another host it is network trouble with that host as the lead."""
+    line = ("[mpiexec@{me}] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:117): "
+            "unable to run bstrap_proxy on {far} (pid 23070, exit code 65280)\n")
+    own = verdict(line.format(me="cn-1", far="cn-1"), patterns)
+    assert own.failure_class is FailureClass.UNKNOWN and own.blamed_hosts == ()
+    other = verdict(line.format(me="cn-1", far="cn-2"), patterns)
+    assert other.failure_class is FailureClass.NETWORK and [h.name for h in other.suspect_hosts] == ["cn-2"]
+
+
 def test_nccl_error_quoting_a_cuda_oom_as_its_last_error_is_oom(patterns: PatternSet) -> None:
     """PyTorch's 'unhandled cuda error' whose 'Last error:' is NCCL's CUDA 'out of memory': the allocation decides."""
     text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled cuda error "
