@@ -45,6 +45,7 @@ from hotspare.act.node_states import unhealthy
 from hotspare.act.scheduler import parse_duration_s
 from hotspare.evidence.patterns import LAST_RESORT, LINE_PREFIX, HostMeaning, Role
 from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, ScanResult
+from hotspare.evidence import wordguess
 from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host
@@ -175,6 +176,8 @@ class _Decision:
     own_abort: bool = False
     #: Where a failure of unknown cause started (a worker that died, nothing says why): leads to probe, not blame.
     leads: tuple[Host, ...] = ()
+    #: No exit status and no line shows a failure or a success: only the log's words are left (see :func:`_guessed`).
+    bare: bool = False
 
 
 def classify(
@@ -188,6 +191,7 @@ def classify(
     """Decide the failure class and the hosts to blame; see the module docstring. ``last_line`` (the last output
     line no pattern claimed) goes into the verdict's signature when no line decided."""
     evidence, progress = _unpack(result)
+    left_to_words = wordguess.left_to_words(evidence)
     lines = result.lines if isinstance(result, ScanResult) else None
     evidence = _without_transport_status(_without_sent_faults(_without_amrex_own_aborts(evidence)))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
@@ -219,6 +223,8 @@ def classify(
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence, progress)
         decision = _setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence) or decision
+        if left_to_words and isinstance(result, ScanResult):
+            decision = _guessed(decision, result.sample)
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -2362,7 +2368,20 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
     # No verdict without evidence: a log that shows no failure has not shown success either (a job killed
     # before it could say why, an excerpt cut short). Success needs exit 0 or the scheduler's COMPLETED.
     return _Decision(FailureClass.UNKNOWN, (), "no exit status given and no line shows a failure or a success",
-                     from_status=True)
+                     from_status=True, bare=True)
+
+
+def _guessed(decision: _Decision, sample: bytes) -> _Decision:
+    """A log with no exit status that no line decided and the rules left to its words (see
+    :func:`hotspare.evidence.wordguess.left_to_words`): the class they read like, when the guess is confident; it
+    names no host. A supervisor always has the launcher's exit status, so this reads pasted logs and jobs whose
+    status was lost, never an attempt it acts on."""
+    if not decision.bare or not sample:
+        return decision
+    guess = wordguess.guess(sample)
+    if guess is None:
+        return decision
+    return _Decision(guess.failure_class, (), guess.reason, from_status=True)
 
 
 def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...], lines: int | None,

@@ -96,6 +96,9 @@ class ScanResult:
     progress: Progress | None = None
     truncated_lines: int = 0
     dropped_records: int = 0
+    #: The input's first and last bytes (all of it when small; see :data:`hotspare.evidence.scan.SAMPLE_HEAD`):
+    #: what the last resort reads when no line decides (:mod:`hotspare.evidence.wordguess`).
+    sample: bytes = b""
 
 
 @dataclass(slots=True)

@@ -54,6 +54,10 @@ MIN_WRAPPED_LINES = 5
 #: Input up to this size is read as a paste too: lines wrapped at a terminal or mail width are rejoined
 #: (see :meth:`Scanner._paste_unwrap`); beyond it only an explicit or detected ``wrap_width`` is used.
 PASTE_BYTES = 1 << 20
+#: How much of the input's start and end :attr:`ScanResult.sample` keeps: a paste or a job's tail whole, a big
+#: log's opening and its last lines, where it says how it ended.
+SAMPLE_HEAD = 8 << 10
+SAMPLE_TAIL = 24 << 10
 #: Widths pastes are wrapped at (terminals, mail, Markdown renderers); a line exactly this wide was cut.
 PASTE_WIDTHS = frozenset({72, 80, 100, 120, 132})
 #: Shortest line taken to be a soft (word) wrap of a longer one.
@@ -114,6 +118,8 @@ class Scanner:
         self._skipping = False
         self._lines = 0
         self._bytes = 0
+        self._head = b""
+        self._tail = b""
         self._size_hint = size_hint
         self._truncated = 0
         self._records = Records()
@@ -154,6 +160,9 @@ class Scanner:
         GIL, so :func:`scan` runs it on helper threads while preparing the next.
         """
         self._bytes += len(data)
+        if len(self._head) < SAMPLE_HEAD:
+            self._head += data[: SAMPLE_HEAD - len(self._head)]
+        self._tail = (self._tail + data)[-SAMPLE_TAIL:] if len(data) < SAMPLE_TAIL else data[-SAMPLE_TAIL:]
         if self._detect_wrap and data:
             self.wrap_width, self._detect_wrap = detect_wrap_width(self._pending + data), False
         strip = self.wrap_width is not None
@@ -223,7 +232,13 @@ class Scanner:
             progress=self._progress,
             truncated_lines=self._truncated,
             dropped_records=self._records.dropped,
+            sample=self._sample(),
         )
+
+    def _sample(self) -> bytes:
+        """The first :data:`SAMPLE_HEAD` and last :data:`SAMPLE_TAIL` bytes read, once each (all when fewer)."""
+        overlap = len(self._head) - (self._bytes - len(self._tail))
+        return self._head + (self._tail[overlap:] if overlap > 0 else self._tail)
 
     def _end_skip(self, head: bytes) -> bytes:
         """Drop the tail of an over-long line up to (not including) its first break,
