@@ -18,18 +18,32 @@ so `benchmarks/attribution.py` on the corpus reads them in sample; these figures
 ``--write`` rebuilds the shipped counts (src/hotspare/evidence/wordguess.json) from the corpus instead: every
 excerpt's words, and the classes of the bare ones for the prior.
 
-Usage: python benchmarks/word_guess.py [--corpus DIR] [--threshold P] [--show N] [--write]
+``--sessions`` measures it as it would have done on each session's blind rounds instead: for COMMIT:FIRST:LAST, the
+rounds heldoutFIRST..LAST read with the code of COMMIT (the session's start, in a temporary git worktree), and the
+bare ones guessed with counts of the corpus's excerpts from before round FIRST (the prior is the shipped one)::
+
+    session COMMIT rounds FIRST-LAST n=.. class .. -> .. retry .. -> ..
+    sessions n=.. class .. -> .. retry .. -> ..
+
+Usage: python benchmarks/word_guess.py [--corpus DIR] [--threshold P] [--show N] [--write] [--sessions [SPEC ...]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from attribution import CORPUS, Excerpt, load_corpus
 
@@ -66,25 +80,95 @@ def without(logs: Counter[str], held: dict[str, Counter[str]], gone: Sequence[Ex
     return out_logs, out_held
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of *.toml excerpt files")
-    parser.add_argument("--threshold", type=float, default=wordguess.THRESHOLD, help="the guess's least probability")
-    parser.add_argument("--show", type=int, default=0, help="print this many guesses that went wrong")
-    parser.add_argument("--write", action="store_true", help="rebuild the shipped counts from the corpus instead")
-    args = parser.parse_args(argv)
-    excerpts = load_corpus(args.corpus)
-    if not excerpts:
-        print(f"error: {args.corpus}: no excerpts", file=sys.stderr)
-        return 2
-    bare = bare_excerpts(excerpts)
+#: The blind rounds of six sessions and the code each started from (docs/benchmarks.md, the attribution section).
+SESSIONS = ("469cf6d:319:345", "bf25c7b:346:375", "ca40345:376:396", "6dbd075:397:428", "6118a49:429:459",
+            "6e05da72:460:483")
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Run with an old checkout's code: each excerpt's verdict and what its scan read, one JSON line each.
+_OLD_CODE = """
+import json, sys
+from pathlib import Path
+tree, corpus = Path(sys.argv[1]), Path(sys.argv[2])
+sys.path[:0] = [str(tree / "src"), str(tree / "adapters"), str(tree / "benchmarks")]
+import hotspare, attribution
+assert Path(hotspare.__file__).resolve().is_relative_to(tree.resolve()), hotspare.__file__
+patterns = hotspare.load_patterns()
+for e in attribution.load_corpus(corpus):
+    o = attribution.judge(e, patterns)
+    read = [(x.pattern, x.failure_class is not None) for x in hotspare.scan(e.text.encode(), patterns).evidence]
+    print(json.dumps({"id": e.id, "got": o.got_class, "reason": o.reason, "retryable": o.retryable, "read": read}))
+"""
+
+
+def _round(file: str) -> int:
+    """The held-out round number of an excerpt file (0 for the files before the rounds)."""
+    match = re.search(r"_heldout([0-9]+)[a-z]?\.toml$", file)
+    return int(match.group(1)) if match else 0
+
+
+def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
+    """Each session's blind rounds read with its start's code, the bare ones guessed with earlier counts."""
+    excerpts = load_corpus(corpus)
+    shipped = json.loads(wordguess.MODEL_PATH.read_text(encoding="utf-8"))
+    prior = {c: int(n) - 1 for c, n in zip(shipped["classes"], shipped["prior"], strict=True)}
+    totals: Counter[str] = Counter()
+    for spec in specs:
+        try:
+            commit, first_s, last_s = spec.split(":")
+            first, last = int(first_s), int(last_s)
+        except ValueError:
+            print(f"error: {spec!r}: expected COMMIT:FIRST:LAST", file=sys.stderr)
+            return 2
+        blind = [e for e in excerpts if first <= _round(e.file) <= last]
+        model = wordguess.WordModel(wordguess.build(
+            ((e.label_class, e.text) for e in excerpts if _round(e.file) < first), bare=prior))
+        with tempfile.TemporaryDirectory(prefix="hotspare-wordguess-") as tmp:
+            tree, rounds = Path(tmp) / "tree", Path(tmp) / "rounds"
+            rounds.mkdir()
+            for name in sorted({e.file for e in blind}):
+                shutil.copy(corpus / name, rounds / name)
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), commit],
+                           check=True)
+            try:
+                env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+                out = subprocess.run([sys.executable, "-c", _OLD_CODE, str(tree), str(rounds)], check=True,
+                                     capture_output=True, text=True, env=env).stdout
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        said = {row["id"]: row for row in map(json.loads, out.splitlines())}
+        n = class0 = class1 = retry0 = retry1 = 0
+        for e in blind:
+            row = said[e.id]
+            got, retryable = row["got"], row["retryable"]
+            class0 += got == e.label_class
+            retry0 += retryable == e.retryable
+            if (got == FailureClass.UNKNOWN.value and row["reason"].endswith(BARE)
+                    and not any(failed or p.partition(".")[0] not in wordguess.GENERIC_PACKS
+                                for p, failed in row["read"])):
+                text = e.text.encode("utf-8")
+                sample = text if len(text) <= 32 << 10 else text[:8 << 10] + text[-(24 << 10):]
+                g = model.guess(sample, threshold)
+                if g is not None:
+                    got, retryable = g.failure_class.value, g.failure_class.retryable
+            class1 += got == e.label_class
+            retry1 += retryable == e.retryable
+            n += 1
+        d = n or 1
+        print(f"session {commit} rounds {first}-{last} n={n} class {class0 / d:.3f} -> {class1 / d:.3f} "
+              f"retry {retry0 / d:.3f} -> {retry1 / d:.3f}", flush=True)
+        totals.update(n=n, class0=class0, class1=class1, retry0=retry0, retry1=retry1)
+    d = totals["n"] or 1
+    print(f"sessions n={totals['n']} class {totals['class0'] / d:.3f} -> {totals['class1'] / d:.3f} "
+          f"retry {totals['retry0'] / d:.3f} -> {totals['retry1'] / d:.3f}")
+    return 0
+
+
+def leave_one_file_out(excerpts: Sequence[Excerpt], bare: Sequence[tuple[Excerpt, bytes]], threshold: float,
+                       show: int) -> None:
+    """Each bare excerpt guessed with counts (and prior) of every other file; the figures against the baseline."""
     logs, held = wordguess.count((e.label_class, e.text) for e in excerpts)
     shares = Counter(e.label_class for e, _ in bare)
-    if args.write:
-        data = wordguess.model_data(logs, held, bare=shares)
-        wordguess.MODEL_PATH.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
-        print(f"{len(excerpts)} excerpts ({len(bare)} bare), {len(data['words'])} words -> {wordguess.MODEL_PATH}")  # type: ignore[arg-type]
-        return 0
     by_file: dict[str, list[Excerpt]] = defaultdict(list)
     for e in excerpts:
         by_file[e.file].append(e)
@@ -96,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.file not in models:
             rest = shares - Counter(b.label_class for b, _ in bare if b.file == e.file)
             models[e.file] = wordguess.WordModel(wordguess.model_data(*without(logs, held, by_file[e.file]), bare=rest))
-        g = models[e.file].guess(sample, args.threshold)
+        g = models[e.file].guess(sample, threshold)
         got = g.failure_class if g is not None else FailureClass.UNKNOWN
         was_right = e.label_class == FailureClass.UNKNOWN.value
         right = got.value == e.label_class
@@ -108,20 +192,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         to_right += right and not was_right
         if not right:
             confusion[(e.label_class, got.value)] += 1
-            if len(wrong) < args.show:
+            if len(wrong) < show:
                 wrong.append(f"  {e.id}: {got.value} (label {e.label_class})" + (f": {g.reason}" if g else ""))
     n = len(bare)
     labels = shares
-    print(f"{len(excerpts)} excerpts; the rules leave {n} bare; leave one file out, threshold {args.threshold}")
+    print(f"{len(excerpts)} excerpts; the rules leave {n} bare; leave one file out, threshold {threshold}")
     print("labels  " + ", ".join(f"{k} {v}" for k, v in labels.most_common()))
     print("misses  " + ", ".join(f"{a}->{b} {v}" for (a, b), v in confusion.most_common(8)))
-    print("\n".join(wrong)) if wrong else None
+    if wrong:
+        print("\n".join(wrong))
     d = n or 1
     print(f"bare n={n} of {len(excerpts)}")
     print(f"baseline   class_right={base_class / d:.3f} retry_right={base_retry / d:.3f}")
     print(f"guess      class_right={class_right / d:.3f} retry_right={retry_right / d:.3f} "
           f"right_to_wrong={to_wrong} wrong_to_right={to_right}")
     print(f"ratio      class={class_right / (base_class or 1):.2f}x retry={retry_right / (base_retry or 1):.2f}x")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of *.toml excerpt files")
+    parser.add_argument("--threshold", type=float, default=wordguess.THRESHOLD, help="the guess's least probability")
+    parser.add_argument("--show", type=int, default=0, help="print this many guesses that went wrong")
+    parser.add_argument("--write", action="store_true", help="rebuild the shipped counts from the corpus instead")
+    parser.add_argument("--output", type=Path, default=wordguess.MODEL_PATH, help="where --write writes")
+    parser.add_argument("--sessions", nargs="*", metavar="COMMIT:FIRST:LAST",
+                        help=f"each session's blind rounds with its start's code (default: {' '.join(SESSIONS)})")
+    args = parser.parse_args(argv)
+    if args.sessions is not None:
+        return sessions(args.sessions or SESSIONS, args.corpus, args.threshold)
+    excerpts = load_corpus(args.corpus)
+    if not excerpts:
+        print(f"error: {args.corpus}: no excerpts", file=sys.stderr)
+        return 2
+    bare = bare_excerpts(excerpts)
+    if args.write:
+        logs, held = wordguess.count((e.label_class, e.text) for e in excerpts)
+        data = wordguess.model_data(logs, held, bare=Counter(e.label_class for e, _ in bare))
+        args.output.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"{len(excerpts)} excerpts ({len(bare)} bare), {len(data['words'])} words -> {args.output}")  # type: ignore[arg-type]
+        return 0
+    leave_one_file_out(excerpts, bare, args.threshold, args.show)
     return 0
 
 

@@ -5,8 +5,11 @@ texts written for this file, in wordings no pattern reads."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from conftest import load_benchmark
 from hotspare import FailureClass, PatternSet, classify, load_patterns, scan
 from hotspare.evidence import scan as scan_module
 from hotspare.evidence import wordguess
@@ -53,7 +56,7 @@ def test_no_guess_on_few_words_on_mixed_words_or_when_unknown_wins() -> None:
 def test_the_threshold_is_the_least_probability() -> None:
     model = _tiny()
     text = b"heap memory arena allocation socket"
-    scores, known = model.scores(text)
+    _, known = model.scores(text)
     assert len(known) == 5
     loose = model.guess(text, threshold=0.0)
     assert loose is not None
@@ -132,3 +135,33 @@ def test_the_shipped_counts_load_and_name_every_class() -> None:
     model = wordguess.load_model()
     assert set(model.classes) == set(FailureClass)
     assert model.logs >= 8_000
+
+
+def _round_file(directory, name: str, entries: list[tuple[str, str, str]]) -> None:  # type: ignore[no-untyped-def]
+    blocks = []
+    for ident, cls, text in entries:
+        blocks.append(f'[[excerpt]]\nid = "{ident}"\nsource = "https://example.org/{ident}"\nlauncher = "none"\n'
+                      f'family = "generic"\nclass = "{cls}"\norigin = []\ninnocent = []\nexclude = []\n'
+                      f'retryable = {"true" if FailureClass(cls).retryable else "false"}\ntext = """{text}"""\n')
+    (directory / name).write_text("\n".join(blocks), encoding="utf-8")
+
+
+def test_the_benchmark_rebuilds_counts_and_guesses_each_file_from_the_others(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/word_guess.py on a corpus of three files: --write writes counts a WordModel loads (to --output,
+    never the shipped file here), and leave-one-file-out guesses each file's bare logs from the two others."""
+    bench = load_benchmark("word_guess.py")
+    oom = "heap arena memory allocation exhausted budget pages\n"
+    net = "peer handshake socket route unreachable link retrying\n"
+    for i in range(3):
+        _round_file(tmp_path, f"bench_heldout{900 + i}.toml", [
+            (f"oom-{i}", "oom", oom), (f"net-{i}", "network", net), (f"quiet-{i}", "unknown", "nothing more\n")])
+    out = tmp_path / "model.json"
+    assert bench.main(["--corpus", str(tmp_path), "--write", "--output", str(out)]) == 0
+    model = wordguess.WordModel(json.loads(out.read_text()))
+    assert model.logs == 9 and set(model.classes) == {FailureClass.OOM, FailureClass.NETWORK, FailureClass.UNKNOWN}
+    capsys.readouterr()
+    assert bench.main(["--corpus", str(tmp_path), "--threshold", "0.5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "bare n=9 of 9" in lines
+    assert any(line.startswith("guess      class_right=1.000 ") for line in lines), lines
+    assert any(line.startswith("baseline   class_right=0.333 ") for line in lines), lines

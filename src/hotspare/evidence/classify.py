@@ -43,9 +43,9 @@ from dataclasses import dataclass, field, replace
 
 from hotspare.act.node_states import unhealthy
 from hotspare.act.scheduler import parse_duration_s
+from hotspare.evidence import wordguess
 from hotspare.evidence.patterns import LAST_RESORT, LINE_PREFIX, HostMeaning, Role
 from hotspare.evidence.records import LAST_KEPT, Evidence, Progress, ScanResult
-from hotspare.evidence import wordguess
 from hotspare.evidence.signature import failure_signature
 from hotspare.failures import FailureClass, QuarantineReason
 from hotspare.hosts import Host

@@ -41,7 +41,8 @@ MODEL_PATH = Path(__file__).with_name("wordguess.json")
 #: one- or two-letter words carry no class).
 WORD = re.compile(rb"[a-z][a-z_]{2,}")
 #: The guess stands at this probability or above; below, the log stays ``unknown``. Chosen on the blind rounds of
-#: six sessions, each read with the rules of the session's start and counts of the corpus before it (docs/benchmarks.md).
+#: six sessions, each read with the rules of the session's start and counts of the corpus before it
+#: (``benchmarks/word_guess.py --sessions``).
 THRESHOLD = 0.85
 #: Additive smoothing of the word counts.
 ALPHA = 1.0
