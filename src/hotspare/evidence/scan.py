@@ -119,7 +119,7 @@ class Scanner:
         self._lines = 0
         self._bytes = 0
         self._head = b""
-        self._tail = b""
+        self._tail = bytearray()
         self._size_hint = size_hint
         self._truncated = 0
         self._records = Records()
@@ -162,7 +162,9 @@ class Scanner:
         self._bytes += len(data)
         if len(self._head) < SAMPLE_HEAD:
             self._head += data[: SAMPLE_HEAD - len(self._head)]
-        self._tail = (self._tail + data)[-SAMPLE_TAIL:] if len(data) < SAMPLE_TAIL else data[-SAMPLE_TAIL:]
+        self._tail += data[-SAMPLE_TAIL:]
+        if len(self._tail) > 2 * SAMPLE_TAIL:  # trimmed now and then: a feed costs what it brings, not the tail
+            del self._tail[:-SAMPLE_TAIL]
         if self._detect_wrap and data:
             self.wrap_width, self._detect_wrap = detect_wrap_width(self._pending + data), False
         strip = self.wrap_width is not None
@@ -237,8 +239,9 @@ class Scanner:
 
     def _sample(self) -> bytes:
         """The first :data:`SAMPLE_HEAD` and last :data:`SAMPLE_TAIL` bytes read, once each (all when fewer)."""
-        overlap = len(self._head) - (self._bytes - len(self._tail))
-        return self._head + (self._tail[overlap:] if overlap > 0 else self._tail)
+        tail = bytes(self._tail[-SAMPLE_TAIL:])
+        overlap = len(self._head) - (self._bytes - len(tail))
+        return self._head + (tail[overlap:] if overlap > 0 else tail)
 
     def _end_skip(self, head: bytes) -> bytes:
         """Drop the tail of an over-long line up to (not including) its first break,
