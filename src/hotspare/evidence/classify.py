@@ -201,6 +201,7 @@ def classify(
     decision = (
         _exit_zero(status, evidence)
         or _killed_by_hand(evidence)
+        or _hydra_banners_killed_alike(evidence)
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
         or _finished_after_numerics(status, evidence, lines)
@@ -678,6 +679,34 @@ def _mpd_job_wide_kill(evidence: tuple[Evidence, ...]) -> _Decision | None:
         return None
     why = f"MPD reports every rank it lists ({killed}) killed by signal 9: a job-wide kill names no failed node"
     return _Decision(FailureClass.UNKNOWN, (), why, nobody=True)
+
+
+def _hydra_banners_killed_alike(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """Hydra's BAD TERMINATION banner is printed once per rank that ended badly (Intel MPI's i_hydra: 'RANK n PID p
+    RUNNING AT h' then 'KILLED BY SIGNAL: 9 (Killed)' for each): when two or more banners all say SIGKILL and none a
+    crash or another exit, every rank got the clean-up's signal (mpiexec kills the rest with SIGKILL, Intel MPI's
+    I_MPI_JOB_ABORT_SIGNAL default 9), so the first banner is no more the origin than the others, as MPD's
+    per-rank statuses alike (_mpd_job_wide_kill; tests/data/real/README.md: every rank killed alike, no cause
+    shown: ``unknown``), when a rank's own error report comes above the first banner (a CUDA error, a program's
+    message): the SIGKILLs are the clean-up after it. A line that says why (out of memory, a node lost) still decides;
+    SIGKILL banners with nothing above them keep the first banner's host as the origin."""
+    banners = [e for e in evidence if e.pattern == _BANNER_KILLED]
+    killed = sum(e.count for e in banners)
+    if killed < 2 or any(e.pattern in _BANNER_OTHER or (e.role is Role.ROOT and e.failure_class not in (None, *_KILLS))
+                         for e in evidence):
+        return None
+    first = min(e.line for e in banners)
+    own = next((e for e in evidence if e.line < first and e.failure_class is not None
+                and not e.pattern.startswith("hydra.")), None)
+    if own is None:
+        return None
+    why = (f"{own.pattern} at line {own.line}, then Hydra's banner reports every rank it lists ({killed}) killed by"
+           " signal 9: the clean-up's kill after a rank's own error names no failed node")
+    return _Decision(FailureClass.UNKNOWN, (), why, nobody=True)
+
+
+#: Hydra banners that report a rank's own crash or another exit: with one of them the SIGKILLs are the clean-up.
+_BANNER_OTHER = frozenset({"hydra.bad_termination_crash"})
 
 
 def _all_hosts_killed(
