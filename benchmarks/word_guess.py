@@ -107,6 +107,35 @@ def _round(file: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _read_with(commit: str, spec: str, files: Sequence[str], corpus: Path) -> str | None:
+    """What the code of ``commit`` says of the excerpts of ``files`` (:data:`_OLD_CODE`'s lines), None after
+    saying why it could not be run."""
+    with tempfile.TemporaryDirectory(prefix="hotspare-wordguess-") as tmp:
+        tree, rounds = Path(tmp) / "tree", Path(tmp) / "rounds"
+        rounds.mkdir()
+        for name in files:
+            shutil.copy(corpus / name, rounds / name)
+        added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), commit],
+                               capture_output=True, text=True, check=False)
+        if added.returncode != 0:
+            print(f"error: {spec!r}: git worktree add failed: {added.stderr.strip()}", file=sys.stderr)
+            return None
+        try:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            run = subprocess.run([sys.executable, "-c", _OLD_CODE, str(tree), str(rounds)], check=False,
+                                 capture_output=True, text=True, env=env)
+        finally:
+            removed = subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                                     capture_output=True, text=True, check=False)
+            if removed.returncode != 0:
+                print(f"warning: git worktree remove {tree}: {removed.stderr.strip()}", file=sys.stderr)
+        if run.returncode != 0:
+            tail = run.stderr.strip().splitlines()[-1:] or ["no output"]
+            print(f"error: {spec!r}: the code of {commit} failed on its rounds: {tail[0]}", file=sys.stderr)
+            return None
+        return run.stdout
+
+
 def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
     """Each session's blind rounds read with its start's code, the bare ones guessed with earlier counts."""
     excerpts = load_corpus(corpus)
@@ -123,19 +152,9 @@ def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
         blind = [e for e in excerpts if first <= _round(e.file) <= last]
         model = wordguess.WordModel(wordguess.build(
             ((e.label_class, e.text) for e in excerpts if _round(e.file) < first), bare=prior))
-        with tempfile.TemporaryDirectory(prefix="hotspare-wordguess-") as tmp:
-            tree, rounds = Path(tmp) / "tree", Path(tmp) / "rounds"
-            rounds.mkdir()
-            for name in sorted({e.file for e in blind}):
-                shutil.copy(corpus / name, rounds / name)
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), commit],
-                           check=True)
-            try:
-                env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-                out = subprocess.run([sys.executable, "-c", _OLD_CODE, str(tree), str(rounds)], check=True,
-                                     capture_output=True, text=True, env=env).stdout
-            finally:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        out = _read_with(commit, spec, sorted({e.file for e in blind}), corpus)
+        if out is None:
+            return 2
         said = {row["id"]: row for row in map(json.loads, out.splitlines())}
         n = class0 = class1 = retry0 = retry1 = 0
         for e in blind:
@@ -144,8 +163,7 @@ def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
             class0 += got == e.label_class
             retry0 += retryable == e.retryable
             if (got == FailureClass.UNKNOWN.value and row["reason"].endswith(BARE)
-                    and not any(failed or p.partition(".")[0] not in wordguess.GENERIC_PACKS
-                                for p, failed in row["read"])):
+                    and wordguess.only_context(map(tuple, row["read"]))):
                 text = e.text.encode("utf-8")
                 sample = text if len(text) <= 32 << 10 else text[:8 << 10] + text[-(24 << 10):]
                 g = model.guess(sample, threshold)

@@ -3026,3 +3026,22 @@ def test_a_steps_cancel_without_reason_before_sruns_crash_report_is_its_teardown
     assert names(v.blamed_hosts) == ["nid00536"], v.reason
     alone = verdict(_SRUN_SEGV_AFTER_CANCEL.splitlines(keepends=True)[0], patterns)
     assert alone.failure_class is FailureClass.CANCELLED, alone.reason
+
+
+def _intel_banners(ranks: range) -> str:
+    rule = "=" * 83 + "\n"
+    return "".join(rule + "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                   f"=   RANK {r} PID {4400 + r} RUNNING AT gn59\n=   KILLED BY SIGNAL: 9 (Killed)\n" + rule
+                   for r in ranks)
+
+
+def test_sigkill_banners_after_a_ranks_own_error_are_the_clean_up(patterns: PatternSet) -> None:
+    """Intel MPI prints a BAD TERMINATION banner per rank it killed; when every banner says SIGKILL and a rank's own
+    error stands above them (a CUDA error 700, heldout490), the kills are mpiexec's clean-up: unknown, no host
+    blamed or evicted. The same banners with nothing above them keep the first banner's host as the origin."""
+    error = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    v = verdict(error + _intel_banners(range(3)), patterns)
+    assert v.failure_class is FailureClass.UNKNOWN, v.reason
+    assert v.blamed_hosts == () and v.exclude_hosts == (), v.reason
+    alone = verdict(_intel_banners(range(3)), patterns)
+    assert alone.failure_class is FailureClass.RANK_KILLED and names(alone.blamed_hosts) == ["gn59"], alone.reason

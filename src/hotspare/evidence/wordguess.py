@@ -62,7 +62,12 @@ def left_to_words(evidence: Iterable[Evidence]) -> bool:
     aside (a SIGSEGV another process sent, a walltime epilogue under its request), nor a line of one program's own
     (a pack's: AMReX's abort message, ASPECT's termination) whose meaning the rules know. Generic context (a Python
     traceback, a shell prompt) leaves it to them."""
-    return not any(e.failure_class is not None or e.pattern.partition(".")[0] not in GENERIC_PACKS for e in evidence)
+    return only_context((e.pattern, e.failure_class is not None) for e in evidence)
+
+
+def only_context(read: Iterable[tuple[str, bool]]) -> bool:
+    """:func:`left_to_words` on (pattern name, whether it read a failure class) pairs."""
+    return not any(failed or pattern.partition(".")[0] not in GENERIC_PACKS for pattern, failed in read)
 
 
 def words(text: bytes) -> frozenset[str]:
