@@ -3045,3 +3045,22 @@ def test_sigkill_banners_after_a_ranks_own_error_are_the_clean_up(patterns: Patt
     assert v.blamed_hosts == () and v.exclude_hosts == (), v.reason
     alone = verdict(_intel_banners(range(3)), patterns)
     assert alone.failure_class is FailureClass.RANK_KILLED and names(alone.blamed_hosts) == ["gn59"], alone.reason
+
+
+_PIP_FAILED = ("  ERROR: Failed building wheel for neuroh5\nFailed to build neuroh5\nerror: failed-wheel-build-for-install\n\n"
+               "\u00d7 Failed to build installable wheels for some pyproject.toml based projects\n\u2570\u2500> neuroh5\n")
+
+
+def test_a_failed_pip_build_is_the_users_unless_the_run_it_went_on_to_crashed(patterns: PatternSet) -> None:
+    """pip's refusal to install what it could not build (heldout494's Polaris jobs) ends the install step: alone it
+    is user_error; when the job script went on with its old build and a rank then died of SIGABRT, the crash decides
+    (the rank's host the origin), and older pip's wording reads alike."""
+    alone = verdict(_PIP_FAILED, patterns)
+    assert alone.failure_class is FailureClass.USER_ERROR, alone.reason
+    old = verdict("ERROR: Could not build wheels for mpi4py, which is required to install pyproject.toml-based "
+                  "projects\n", patterns)
+    assert old.failure_class is FailureClass.USER_ERROR, old.reason
+    crashed = verdict(_PIP_FAILED + "numprocs=1\n"
+                      "x3005c0s1b1n0.hsn.cm.polaris.alcf.anl.gov: rank 0 died from signal 6 and dumped core\n", patterns)
+    assert crashed.failure_class is FailureClass.RANK_KILLED, crashed.reason
+    assert names(crashed.blamed_hosts) == ["x3005c0s1b1n0"], crashed.reason

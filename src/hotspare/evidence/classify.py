@@ -746,7 +746,10 @@ def _wrapper_exit_zero(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
 #: after this" (Open MPI's OFI MTL, help-mtl-ofi.txt [OFI call fail]): the fabric failure decides, but the notice does
 #: not end the process itself; when the process then dies of its own crash signal (a segfault inside libfabric after
 #: fi_domain failed), the README's signal rows read that death, so the crash decides (:func:`_signal_death`).
-_ABORT_MAY_FOLLOW = frozenset({"openmpi.mtl_ofi_call_failed"})
+#: pip's 'Failed to build installable wheels ...' alike ends the install step, not the job: a script without
+#: `set -e` goes on to run the program with the build it had, and a crash of that run decides (heldout494's
+#: Polaris benchmark: the neuroh5 rebuild failed, the old binary then aborted).
+_ABORT_MAY_FOLLOW = frozenset({"openmpi.mtl_ofi_call_failed", "python.pip_wheel_build_failed"})
 
 
 def _crashed_after_notice(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
@@ -1119,7 +1122,7 @@ _STATUS_ONLY = frozenset({
     "generic.connection_exception", "generic.grpc_unavailable", "generic.program_fatal_words",
     "generic.connection_words", "generic.julia_worker_master_not_connected", "generic.out_of_memory_words",
     "generic.allocation_failed_words",
-    "generic.build_lacks_support", "hydra.nem_tcp_reset_by_peer",
+    "generic.build_lacks_support", "hydra.nem_tcp_reset_by_peer", "python.pip_wheel_build_failed",
     "generic.terminal_interrupt", "submitit.job_completed", "snakemake.all_steps_done", "spark.failed_to_connect",
     "hydra.exit_string_interrupt", "lsf.bkill_acknowledged", "ray.tune_stop_signal", "airflow.task_marked_success",
     "kubernetes.kfp_launcher_condition_succeeded", "torchrun.agent_worker_group_succeeded",
