@@ -1284,12 +1284,12 @@ def test_a_launcher_line_of_the_same_shape_is_not_the_last_resort(patterns: Patt
 def test_argps_refusal_hint_is_the_last_resort_even_for_a_launcher(patterns: PatternSet) -> None:
     """GNU argp prints "Try `prog --help' or `prog --usage' for more information." only when it refuses the command
     line (glibc argp-help.c, ARGP_HELP_SEE): a wrong call, even when the program is a launcher (jsrun, IBM/CAST#140);
-    a launcher's other lines stay the infrastructure's, and coreutils' hint alone is still not read."""
+    a launcher's other lines stay the infrastructure's. Another tool's advice to read its help is no refusal."""
     text = ("Error, invalid argument: -E\n\nUsage: jsrun [OPTION...] [<command>]\n"
             "Try `jsrun --help' or `jsrun --usage' for more information.\n")
     v = verdict(text, patterns, rc=1)
     assert v.failure_class is FailureClass.USER_ERROR and not v.blamed_hosts and "line 4" in v.reason
-    assert verdict("Try 'ls --help' for more information.\n", patterns, rc=1).failure_class is FailureClass.UNKNOWN
+    assert verdict("See 'ls --help' for the options.\n", patterns, rc=1).failure_class is FailureClass.UNKNOWN
 
 
 def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: PatternSet) -> None:
