@@ -541,6 +541,20 @@ def test_every_host_crashing_alike_names_nobody(patterns: PatternSet) -> None:
     assert v.failure_class is FailureClass.RANK_KILLED and v.blamed_hosts == () and v.exclude_hosts == ()
 
 
+def test_srun_reporting_both_nodes_tasks_crashed_names_nobody(patterns: PatternSet) -> None:
+    """srun says every task of both nodes died of a Bus error, none of its teardown's SIGTERM: a job-wide crash
+    (heldout507), where a 'Terminated' node would have been the first crash's victim."""
+    log = ("srun: error: c1: tasks 29,31: Bus error\n"
+           "srun: error: c2: tasks 38,40,42-44: Bus error\n"
+           "srun: error: c1: tasks 0,4,15,25: Bus error (core dumped)\n")
+    v = verdict(log, patterns, rc=135)
+    assert v.failure_class is FailureClass.RANK_KILLED and v.blamed_hosts == () and v.exclude_hosts == ()
+    torn = verdict("srun: error: c1: task 3: Segmentation fault (core dumped)\n"
+                   "srun: error: c2: tasks 4-7: Segmentation fault\n"
+                   "srun: error: c2: tasks 8-9: Terminated\n", patterns, rc=139)
+    assert names(torn.blamed_hosts) == ["c1"]
+
+
 @pytest.mark.parametrize("last", [
     "IndexError: list index out of range",
     "KeyError: 'input_ids'",

@@ -1803,6 +1803,24 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
                      line=used.line)
 
 
+def _srun_reports_all_crashed(hosted: list[Evidence], evidence: tuple[Evidence, ...]) -> bool:
+    """srun's own report that every node's tasks died of a crash signal, none of them of the teardown's. On a task's
+    first abnormal exit srun kills the step itself ('Terminating <step>', SIGTERM then SIGKILL: src/srun/launch.c
+    _step_signal, called from the task-exit handler under kill-on-bad-exit; read at SchedMD/slurm 284c3b95), so the
+    other tasks end as 'Terminated' or 'Killed' (slurm pack srun_tasks_terminated, srun_tasks_killed), and once the
+    step is cancelled their exits are logged at verbose level only. A node whose tasks srun reports crashed by their
+    own signal, before any teardown, was nobody's victim: two such nodes are a job-wide crash as three are (the first
+    printed is only the first srun heard of)."""
+    if not hosted or any(e.pattern != _SRUN_TASK_CRASH for e in hosted):
+        return False
+    return not any(e.pattern in _SRUN_TASK_ENDS for e in evidence)
+
+
+#: srun's reports of tasks that ended some other way than a crash of their own (slurm pack).
+_SRUN_TASK_ENDS = frozenset({"slurm.srun_tasks_killed", "slurm.srun_tasks_terminated", "slurm.srun_tasks_exit_code",
+                             "slurm.srun_tasks_out_of_memory"})
+
+
 def _signal_death(
     decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...], members: frozenset[Host] | None
 ) -> _Decision:
@@ -1837,7 +1855,8 @@ def _signal_death(
     # Every host crashing alike names nobody; without the allocation, two crashed hosts are more likely a first crash
     # and its victim than a job-wide one (the corpus labels the first printed as the origin), so it takes three.
     everyone = _all_hosts_killed(hosted, evidence, members)
-    if everyone is not None and members is None and len({e.host for e in hosted}) < 3:
+    if (everyone is not None and members is None and len({e.host for e in hosted}) < 3
+            and not _srun_reports_all_crashed(hosted, evidence)):
         everyone = None
     if everyone is not None:
         return _Decision(FailureClass.RANK_KILLED, (), f"{first.pattern} at line {first.line}; "
