@@ -80,9 +80,9 @@ def without(logs: Counter[str], held: dict[str, Counter[str]], gone: Sequence[Ex
     return out_logs, out_held
 
 
-#: The blind rounds of six sessions and the code each started from (docs/benchmarks.md, the attribution section).
+#: The blind rounds of eight sessions and the code each started from (docs/benchmarks.md, the attribution section).
 SESSIONS = ("469cf6d:319:345", "bf25c7b:346:375", "ca40345:376:396", "6dbd075:397:428", "6118a49:429:459",
-            "6e05da72:460:483")
+            "6e05da72:460:483", "05114681:484:493", "a45751fe:494:518")
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Run with an old checkout's code: each excerpt's verdict and what its scan read, one JSON line each.
