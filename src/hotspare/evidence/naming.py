@@ -68,6 +68,13 @@ _RAY_PREFIX = re.compile(
 _XLA_DIST_PREFIX = re.compile(
     rb"[ \t]{0,4}`?[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} +"
     rb"((?:[0-9]{1,3}\.){3}[0-9]{1,3}) \[[0-9]{1,5}\] ")
+# NCCL opens every line it logs with "host:pid:tid [cudaDev] " (src/debug.cc ncclDebugLog: snprintf "%s:%d:%d ",
+# hostname, pid, tid, then "[%d] %s:%d NCCL WARN %s"), since 2.23 after the timestamp its WARN lines carry by default
+# (NCCL_DEBUG_TIMESTAMP_FORMAT "[%F %T] "), and under `mpirun --tag-output` after Open MPI's "[job,rank]<stdout>:".
+# The host is the node that printed the line, whatever its name looks like.
+_NCCL_PREFIX = re.compile(
+    rb"[ \t]{0,4}(?:\[[0-9]+,[0-9]+\]<std(?:out|err)>:)?(?:\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.,]{8,18}\] )?"
+    rb"([A-Za-z0-9][A-Za-z0-9._-]{0,253}):[0-9]+:[0-9]+ \[[0-9]+\] ")
 # What follows a script's name in a shell's report of a command it ran ("job.sh: line 12: 4567 Killed ..."), or a
 # program's name in its own diagnostic that names a source line (glibc's assert: "prog3: io.c:88: f: Assertion ...").
 _SHELL_LINE = re.compile(rb"line [0-9]+: |[^\s:]+:[0-9]+: ")
@@ -86,7 +93,7 @@ _X_TO_Y = re.compile(r"[A-Za-z]{2,}2[A-Za-z]{2,}")
 
 def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
     """The host of a pdsh-style ``host: `` prefix (or of Ray's ``(name pid=N, ip=A.B.C.D)`` prefix, or of torch_xla
-    xla_dist's ``date time A.B.C.D [n]`` prefix) of ``line``
+    xla_dist's ``date time A.B.C.D [n]`` prefix, or of NCCL's ``host:pid:tid [dev]`` one) of ``line``
     ending at or before offset ``before`` (where the pattern matched), or ``(None, None)``. Taken only when it
     must be a node's name: an IPv4 address, or a name with a digit that does not start with one (a date, a time,
     a rank number do) and is not a device, a rank or a counter (``eth0``, ``rank3``, ``epoch2``) nor an "X to Y"
@@ -95,6 +102,10 @@ def prefix_host(line: bytes, before: int) -> tuple[Host | None, str | None]:
     ray = _RAY_PREFIX.match(line) or _XLA_DIST_PREFIX.match(line)
     if ray is not None and ray.end() <= before:
         (host,) = _hosts(ray.group(1).decode("latin-1"), False)
+        return ANONYMOUS if host is None else (host, host.raw)
+    nccl = _NCCL_PREFIX.match(line)  # NCCL's "host:pid:tid [dev] ": the node that printed it
+    if nccl is not None and nccl.end() <= before:
+        (host,) = _hosts(nccl.group(1).decode("latin-1"), False)
         return ANONYMOUS if host is None else (host, host.raw)
     found = _PREFIX.match(line)
     if found is None or found.end() > before or _SHELL_LINE.match(line, found.end()):
