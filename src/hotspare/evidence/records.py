@@ -48,6 +48,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "genomics.iqtree_date_and_time_finished", "genomics.mrbayes_analysis_completed",
                        "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
                        "pflotran.all_tests_passed", "mlperf.run_stop_success",
+                       "openfoam.finalising_parallel_run", "imb.entering_mpi_finalize",
                        "custodian.attempt_started", "distributed.registered_to"})
 
 
