@@ -225,7 +225,7 @@ def classify(
         last = _last_resort(status, evidence, progress)
         decision = _setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence) or decision
         if left_to_words and isinstance(result, ScanResult):
-            decision = _guessed(decision, result.sample)
+            decision = _guessed(decision, result.sample, evidence)
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -2432,15 +2432,22 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
                      from_status=True, bare=True)
 
 
-def _guessed(decision: _Decision, sample: bytes) -> _Decision:
+#: Lines that report a command's non-zero exit in words, which decide nothing but say the run did not succeed.
+_NONZERO_EXIT_LINES = frozenset({_NONZERO_EXIT, "htcondor.normal_termination_nonzero"})
+
+
+def _guessed(decision: _Decision, sample: bytes, evidence: tuple[Evidence, ...] = ()) -> _Decision:
     """A log with no exit status that no line decided and the rules left to its words (see
     :func:`hotspare.evidence.wordguess.left_to_words`): the class they read like, when the guess is confident; it
     names no host. A supervisor always has the launcher's exit status, so this reads pasted logs and jobs whose
-    status was lost, never an attempt it acts on."""
+    status was lost, never an attempt it acts on. A line that reports a non-zero exit (an HTCondor user log's
+    '(1) Normal termination (return value 8)') keeps a guess of success out: the run said it failed."""
     if not decision.bare or not sample:
         return decision
     guess = wordguess.guess(sample)
     if guess is None:
+        return decision
+    if guess.failure_class is FailureClass.SUCCESS and any(e.pattern in _NONZERO_EXIT_LINES for e in evidence):
         return decision
     return _Decision(guess.failure_class, (), guess.reason, from_status=True)
 
