@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,6 +28,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from word_guess import OldCodeError, run_at
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "real"
@@ -121,20 +124,11 @@ def read_round(round_no: int) -> tuple[str, list[Row]]:
         corpus.mkdir()
         for name in files:
             (corpus / Path(name).name).write_text(_git("show", f"{labels[-1]}:{name}"), encoding="utf-8")
-        _git("worktree", "add", "-q", "--detach", str(tree), code)
         try:
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            run = subprocess.run([sys.executable, "-c", _OLD_CODE, str(tree), str(corpus), ",".join(sorted(keep))],
-                                 capture_output=True, text=True, check=False, env=env)
-        finally:
-            removed = subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                                     capture_output=True, text=True, check=False)
-            if removed.returncode != 0:
-                print(f"warning: git worktree remove {tree}: {removed.stderr.strip()}", file=sys.stderr)
-    if run.returncode != 0:
-        tail = run.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise BlindError(f"round {round_no}: the code of {code[:8]} failed on it: {tail[0]}")
-    return code, [Row.parse(line) for line in run.stdout.splitlines()]
+            out = run_at(code, tree, _OLD_CODE, [str(corpus), ",".join(sorted(keep))])
+        except OldCodeError as exc:
+            raise BlindError(f"round {round_no}: {exc}") from None
+    return code, [Row.parse(line) for line in out.splitlines()]
 
 
 def summary(rows: Sequence[Row]) -> str:

@@ -107,33 +107,45 @@ def _round(file: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+class OldCodeError(Exception):
+    """An old commit's code could not be run (no worktree, or the run failed): the message says which."""
+
+
+def run_at(commit: str, tree: Path, code: str, args: Sequence[str]) -> str:
+    """The output of ``python -c code tree *args`` run with the checkout of ``commit`` (a temporary git worktree at
+    ``tree``, removed after; PYTHONPATH dropped so the old tree's own modules load)."""
+    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), commit],
+                           capture_output=True, text=True, check=False)
+    if added.returncode != 0:
+        raise OldCodeError(f"git worktree add failed: {added.stderr.strip()}")
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        run = subprocess.run([sys.executable, "-c", code, str(tree), *args], check=False,
+                             capture_output=True, text=True, env=env)
+    finally:
+        removed = subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                                 capture_output=True, text=True, check=False)
+        if removed.returncode != 0:
+            print(f"warning: git worktree remove {tree}: {removed.stderr.strip()}", file=sys.stderr)
+    if run.returncode != 0:
+        tail = run.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise OldCodeError(f"the code of {commit} failed: {tail[0]}")
+    return run.stdout
+
+
 def _read_with(commit: str, spec: str, files: Sequence[str], corpus: Path) -> str | None:
     """What the code of ``commit`` says of the excerpts of ``files`` (:data:`_OLD_CODE`'s lines), None after
     saying why it could not be run."""
     with tempfile.TemporaryDirectory(prefix="hotspare-wordguess-") as tmp:
-        tree, rounds = Path(tmp) / "tree", Path(tmp) / "rounds"
+        rounds = Path(tmp) / "rounds"
         rounds.mkdir()
         for name in files:
             shutil.copy(corpus / name, rounds / name)
-        added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), commit],
-                               capture_output=True, text=True, check=False)
-        if added.returncode != 0:
-            print(f"error: {spec!r}: git worktree add failed: {added.stderr.strip()}", file=sys.stderr)
-            return None
         try:
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            run = subprocess.run([sys.executable, "-c", _OLD_CODE, str(tree), str(rounds)], check=False,
-                                 capture_output=True, text=True, env=env)
-        finally:
-            removed = subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                                     capture_output=True, text=True, check=False)
-            if removed.returncode != 0:
-                print(f"warning: git worktree remove {tree}: {removed.stderr.strip()}", file=sys.stderr)
-        if run.returncode != 0:
-            tail = run.stderr.strip().splitlines()[-1:] or ["no output"]
-            print(f"error: {spec!r}: the code of {commit} failed on its rounds: {tail[0]}", file=sys.stderr)
+            return run_at(commit, Path(tmp) / "tree", _OLD_CODE, [str(rounds)])
+        except OldCodeError as exc:
+            print(f"error: {spec!r}: {exc}", file=sys.stderr)
             return None
-        return run.stdout
 
 
 def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
