@@ -6,6 +6,7 @@ import pytest
 
 from hotspare import Host, HostError, expand_hosts, parse_hostfile, read_hostfile
 from hotspare.errors import InputError
+from hotspare.evidence.naming import prefix_host
 from hotspare.hosts import format_hosts, is_host
 
 SAME_NODE = [
@@ -98,3 +99,19 @@ def test_unreadable_hostfile(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_sorting_is_natural() -> None:
     """n2 sorts before n10."""
     assert [h.name for h in sorted([Host("n10"), Host("n2"), Host("n1")])] == ["n1", "n2", "n10"]
+
+
+@pytest.mark.parametrize(("line", "host"), [
+    (b"nccl-tests-1-worker-1:77:77 [3] transport/p2p.cc:275 NCCL WARN Cuda failure 'unspecified launch failure'",
+     "nccl-tests-1-worker-1"),
+    (b"[2025-03-01 10:11:12] gpu017:4242:4300 [0] enqueue.cc:1451 NCCL WARN Cuda failure 'out of memory'", "gpu017"),
+    (b"[1,4]<stdout>:node12:2048:2048 [1] NCCL WARN Cuda failure 'an illegal memory access was encountered'",
+     "node12"),
+])
+def test_nccls_line_prefix_names_the_node_that_printed_it(line: bytes, host: str) -> None:
+    """NCCL opens each line it logs with 'host:pid:tid [cudaDev] ' (src/debug.cc ncclDebugLog), after its timestamp
+    or Open MPI's --tag-output tag: a local fault on that line happened on that host (heldout516)."""
+    found, raw = prefix_host(line, len(line))
+    assert found is not None and found.name == host and raw == host
+    assert prefix_host(b"12:34:56 [0] NCCL WARN Cuda failure 'out of memory'", 48) == (None, None)
+    assert prefix_host(line, 5) == (None, None)  # the prefix must end before the matched words

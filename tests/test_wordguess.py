@@ -165,3 +165,24 @@ def test_the_benchmark_rebuilds_counts_and_guesses_each_file_from_the_others(tmp
     assert "bare n=9 of 9" in lines
     assert any(line.startswith("guess      class_right=1.000 ") for line in lines), lines
     assert any(line.startswith("baseline   class_right=0.333 ") for line in lines), lines
+
+
+def test_no_success_guess_when_a_line_reports_a_non_zero_exit(patterns: PatternSet,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare log whose words read like a success is not called one when a line reports the run's non-zero exit in
+    the usual words (heldout519); another class's guess still stands, and without that line the success does. A
+    program's own such line (HTCondor's '(1) Normal termination (return value 8)') leaves nothing to the words."""
+    ok = wordguess.Guess(FailureClass.SUCCESS, 0.99, ("completed",), 9)
+    monkeypatch.setattr(wordguess, "guess", lambda sample: ok)
+    said = scan(b"the run went through its steps and wrote its tables to out.csv\nexit code: 3\n", patterns)
+    assert [e.pattern for e in said.evidence] == ["generic.nonzero_exit_reported"], said.evidence
+    refused = classify(said)
+    assert refused.failure_class is FailureClass.UNKNOWN and "guess" not in refused.reason, refused.reason
+    monkeypatch.setattr(wordguess, "guess", lambda sample: wordguess.Guess(FailureClass.USER_ERROR, 0.9, (), 9))
+    assert classify(said).failure_class is FailureClass.USER_ERROR
+    monkeypatch.setattr(wordguess, "guess", lambda sample: ok)
+    plain = scan(b"the run went through its steps and wrote its tables to out.csv as it was asked to do\n", patterns)
+    assert classify(plain).failure_class is FailureClass.SUCCESS
+    condor = scan(b"005 (180158.000.000) 03/10 16:40:26 Job terminated.\n    (1) Normal termination (return value 8)\n",
+                  patterns)
+    assert classify(condor).failure_class is FailureClass.UNKNOWN

@@ -2432,22 +2432,19 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
                      from_status=True, bare=True)
 
 
-#: Lines that report a command's non-zero exit in words, which decide nothing but say the run did not succeed.
-_NONZERO_EXIT_LINES = frozenset({_NONZERO_EXIT, "htcondor.normal_termination_nonzero"})
-
-
-def _guessed(decision: _Decision, sample: bytes, evidence: tuple[Evidence, ...] = ()) -> _Decision:
+def _guessed(decision: _Decision, sample: bytes, evidence: tuple[Evidence, ...]) -> _Decision:
     """A log with no exit status that no line decided and the rules left to its words (see
     :func:`hotspare.evidence.wordguess.left_to_words`): the class they read like, when the guess is confident; it
     names no host. A supervisor always has the launcher's exit status, so this reads pasted logs and jobs whose
-    status was lost, never an attempt it acts on. A line that reports a non-zero exit (an HTCondor user log's
-    '(1) Normal termination (return value 8)') keeps a guess of success out: the run said it failed."""
+    status was lost, never an attempt it acts on. A line that reports a non-zero exit in the usual words ('exit
+    code: 3', generic.nonzero_exit_reported) keeps a guess of success out: the run said it failed. (A program's own
+    such line, HTCondor's '(1) Normal termination (return value 8)', is a pack's and leaves nothing to the words.)"""
     if not decision.bare or not sample:
         return decision
     guess = wordguess.guess(sample)
     if guess is None:
         return decision
-    if guess.failure_class is FailureClass.SUCCESS and any(e.pattern in _NONZERO_EXIT_LINES for e in evidence):
+    if guess.failure_class is FailureClass.SUCCESS and any(e.pattern == _NONZERO_EXIT for e in evidence):
         return decision
     return _Decision(guess.failure_class, (), guess.reason, from_status=True)
 
