@@ -2793,6 +2793,29 @@ def test_gadis_footer_with_the_walltime_used_at_or_past_the_request_is_walltime(
     assert under.failure_class is not FailureClass.WALLTIME, under.reason
 
 
+def _gadi_sigkill_footer(used: str) -> str:
+    return ("======================================================================================\n"
+            "                  Resource Usage on 2021-01-28 12:21:23:\n"
+            "   Job Id:             16186372.gadi-pbs\n"
+            "   Exit Status:        137 (Linux Signal 9 SIGKILL Kill, unblockable)\n"
+            f"   Memory Requested:   4.0GB                 Memory Used: {used}           \n"
+            "   Walltime requested: 00:05:00            Walltime Used: 00:01:29        \n"
+            "======================================================================================\n")
+
+
+def test_gadis_footer_sigkilled_with_all_its_memory_used_is_oom(patterns: PatternSet) -> None:
+    """NCI Gadi's footer with exit status 137 (SIGKILL) and the memory used at the memory requested: the job was
+    killed at its memory limit (oom, not retried; heldout530). Used under the request, the SIGKILL says nothing of
+    why: it stays the signal's."""
+    for used in ("4.0GB", "4.2GB"):
+        v = verdict(_gadi_sigkill_footer(used), patterns)
+        assert v.failure_class is FailureClass.OOM and not v.retryable, (used, v.reason)
+        assert v.blamed_hosts == () and v.exclude_hosts == ()
+    for used in ("2.15GB", "900.5MB"):
+        under = verdict(_gadi_sigkill_footer(used), patterns)
+        assert under.failure_class is FailureClass.RANK_KILLED, (used, under.reason)
+
+
 _ASPECT_END = ("   Postprocessing:\n"
                "     RMS, max velocity:        0.162 m/year, 2.29 m/year\n"
                "     Writing depth average:    output/depth_average\n\n"

@@ -207,6 +207,7 @@ def classify(
         or _finished_after_numerics(status, evidence, lines)
         or _finished_after_script_error(status, evidence, lines)
         or _custodian_recovered(status, evidence, lines)
+        or _sigkilled_at_memory_request(evidence)
         or _first_root(evidence, progress)
         or _ran_to_walltime(evidence)
         or _first_cascade(evidence)
@@ -1801,6 +1802,37 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
     return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent:.0f} s used of the "
                      f"{limit:.0f} s walltime requested at line {requested.line}: the job ran to its limit",
                      line=used.line)
+
+
+#: NCI Gadi's job footer: the memory requested and used on one line (pbs pack), and the footer's SIGKILL status.
+_USAGE_MEMORY_PAIR = "pbs.usage_memory_pair"
+_USAGE_MEMORY_VALUES = re.compile(r"Memory Requested: +([0-9.]+)([KMGT]?)B +Memory Used: +([0-9.]+)([KMGT]?)B")
+_EXIT_SIGKILL = "kernel.exit_code_sigkill"
+_MEMORY_UNIT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _sigkilled_at_memory_request(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """A job SIGKILLed (exit status 137, and no line saying another cause) whose footer shows it used all the memory
+    it requested was killed at its memory limit: NCI Gadi's footer gives both on one line ('Memory Requested: 4.0GB
+    Memory Used: 4.0GB', heldout530); its last one decides. Used under requested leaves the SIGKILL unexplained."""
+    pair = next((e for e in reversed(evidence) if e.pattern == _USAGE_MEMORY_PAIR), None)
+    found = _USAGE_MEMORY_VALUES.search(pair.text) if pair is not None else None
+    if pair is None or found is None or not any(e.pattern == _EXIT_SIGKILL for e in evidence):
+        return None
+    roots = [e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
+             and e.failure_class is not FailureClass.SUCCESS]
+    if any(e.failure_class is not FailureClass.RANK_KILLED or e.host is not None for e in roots):
+        return None  # another cause, or a rank's death on a named host: the usual rules read them
+    try:
+        limit = float(found.group(1)) * _MEMORY_UNIT[found.group(2)]
+        spent = float(found.group(3)) * _MEMORY_UNIT[found.group(4)]
+    except ValueError:
+        return None
+    if limit <= 0 or spent < limit:
+        return None
+    return _Decision(FailureClass.OOM, (), f"SIGKILLed, and the job footer at line {pair.line} shows "
+                     f"{found.group(3)}{found.group(4)}B used of the {found.group(1)}{found.group(2)}B requested: "
+                     "killed at its memory limit", line=pair.line)
 
 
 def _srun_reports_all_crashed(hosted: list[Evidence], evidence: tuple[Evidence, ...]) -> bool:
