@@ -3127,3 +3127,51 @@ def test_a_failed_pip_build_is_the_users_unless_the_run_it_went_on_to_crashed(pa
                       "x3005c0s1b1n0.hsn.cm.polaris.alcf.anl.gov: rank 0 died from signal 6 and dumped core\n", patterns)
     assert crashed.failure_class is FailureClass.RANK_KILLED, crashed.reason
     assert names(crashed.blamed_hosts) == ["x3005c0s1b1n0"], crashed.reason
+
+
+_STREAM_END = ("Triad:          86804.4     0.039043     0.029031     0.047365\n"
+               "-------------------------------------------------------------\n"
+               "Solution Validates: avg error less than 1.000000e-13 on all three arrays\n"
+               "-------------------------------------------------------------\n")
+_UCX_FINALIZE = ("[g090:1261043] common_ucx.c:440 disconnecting from rank 0\n"
+                 "[g093:1949867] common_ucx.c:440 disconnecting from rank 5\n"
+                 "[g091:1549666] common_ucx.c:440 disconnecting from rank 2\n"
+                 "[g090:1261044] common_ucx.c:404 waiting for 0 disconnect requests\n")
+
+
+def test_streams_validation_line_is_its_last_word_through_ucxs_finalize_chatter(patterns: PatternSet) -> None:
+    """STREAM's 'Solution Validates: avg error less than %e ...' (checkSTREAMresults; 'error' is the tolerance it
+    checked) is its last word: a success alone, and after it Open MPI's verbose UCX finalize lines ('common_ucx.c:440
+    disconnecting from rank 0', MPI_Finalize taking the endpoints down) are the library's teardown, not more of the
+    program (heldout529). Another line among them or after them, or a failure after it, leaves the rule out."""
+    alone = verdict(_STREAM_END, patterns)
+    assert alone.failure_class is FailureClass.SUCCESS, alone.reason
+    finalized = verdict(_STREAM_END + _UCX_FINALIZE, patterns)
+    assert finalized.failure_class is FailureClass.SUCCESS, finalized.reason
+    for more in ("still computing\nstill computing\nstill computing\n",
+                 "[n1:12] pml_ucx.c:411 connecting to proc. 5\n[n1:12] pml_ucx.c:411 connecting to proc. 6\n"
+                 "[n1:12] pml_ucx.c:411 connecting to proc. 7\n"):
+        cut = verdict(_STREAM_END + _UCX_FINALIZE + more, patterns)
+        assert cut.failure_class is not FailureClass.SUCCESS, (more, cut.reason)
+    gap = _UCX_FINALIZE.replace("\n[g091", "\nother output\nmore output\n[g091")
+    assert verdict(_STREAM_END + gap, patterns).failure_class is not FailureClass.SUCCESS
+    killed = verdict(_STREAM_END + _UCX_FINALIZE + "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 "
+                     "DUE TO TIME LIMIT ***\n", patterns)
+    assert killed.failure_class is not FailureClass.SUCCESS, killed.reason
+
+
+def test_nccls_libibverbs_notice_keeps_a_log_from_the_words_guess(patterns: PatternSet) -> None:
+    """NCCL's 'Failed to open libibverbs.so[.1]' (WARN in older releases, INFO later) says it goes on over sockets:
+    a log whose only read line is it is unknown, not the network failure its words ('nccl', 'failed', 'warn') read
+    like (heldout529); a real NCCL failure beside it still decides."""
+    text = ("v100-gpu-1:14926:14926 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+            "NCCL version 2.9.6+cuda11.2\n"
+            "v100-gpu-5:9210:9210 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+            "#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+            "           8             2   float       0    45.82    0.00    0.00    N/A    38.17    0.00    0.00    N/A\n")
+    bare = verdict(text, patterns)
+    assert bare.failure_class is FailureClass.UNKNOWN, bare.reason
+    assert not bare.blamed_hosts
+    failed = verdict(text + "v100-gpu-1:14926:14940 [0] include/socket.h:403 NCCL WARN Net : Connection closed by "
+                     "remote peer\n", patterns)
+    assert failed.failure_class is FailureClass.NETWORK, failed.reason

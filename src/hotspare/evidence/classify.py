@@ -2502,6 +2502,15 @@ def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...],
     # the program's last word is measured to it, not to the log's end.
     timed = min((e.line for e in evidence if e.pattern == _TIME_REPORT and e.line > end), default=None)
     tail = timed - 1 if timed is not None and lines - timed < _FINISHED_LINES else lines
+    # So is Open MPI's verbose UCX finalize chatter right after it, every line of it, to the log's end (or to the
+    # time report): MPI_Finalize disconnecting from each peer once the program's work is done (heldout529).
+    chatter = [e for e in evidence if e.pattern == _FINALIZE_CHATTER and e.line > end]
+    if chatter:
+        first = min(e.line for e in chatter)
+        last = max(e.last_line or e.line for e in chatter)
+        if first - end <= _FINISHED_LINES and tail - last < _FINISHED_LINES and \
+                sum(e.count for e in chatter) >= last - first + 1:
+            tail = min(tail, first - 1)
     window = _CLOSING_REPORT_LINES.get(done.pattern, _FINISHED_LINES)
     if tail - end >= window or (done.pattern not in _WHOLE_LINE and _NOT_FINISHED.search(done.text)):
         return None
@@ -2577,7 +2586,11 @@ _CUSTODIAN_STOP = "custodian.stop_words"
 _SCRIPT_COMMAND = "python.script_command_error"
 _GENERIC_FINISHED = "generic.program_finished_words"
 #: A program's word that it finished well (see :func:`_said_it_finished`), and how near the log's end it must be.
-_FINISHED = LAST_KEPT - {"custodian.attempt_started", "distributed.registered_to"}  # the scanner keeps their last line
+_FINISHED = LAST_KEPT - {"custodian.attempt_started", "distributed.registered_to",  # the scanner keeps their last line
+                         "openmpi.ucx_finalize_disconnect"}
+#: Open MPI's UCX layer taking its endpoints down at MPI_Finalize, at verbose level 2 ('[host:pid] common_ucx.c:440
+#: disconnecting from rank 0', 'waiting for 0 disconnect requests'): after a finished line, the library's finalize.
+_FINALIZE_CHATTER = "openmpi.ucx_finalize_disconnect"
 #: A solver's words that its numerics did not converge: before a finished line, a warning it went on after.
 _NUMERICAL_WORDS = "generic.numerical_failure_words"
 #: The shell's 'real/user/sys' report of a timed command (bash's time keyword, time -p): after a finished line, not
@@ -2601,9 +2614,10 @@ _CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80, "mlperf.run_
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
 #: numerical error of its result; examples/cpi.c, heldout315; OPM Flow's trailer counts the work of its chopped steps
 #: as '(Failed: N; P%)', SimulatorReport.cpp, heldout405; MPICH's test suite prints ' No Errors', whose 'Errors' is
-#: the count it reports, MTest_Finalize in test/mpi/util/mtest.c, heldout416).
+#: the count it reports, MTest_Finalize in test/mpi/util/mtest.c, heldout416; STREAM's 'Solution Validates: avg error
+#: less than %e on all three arrays', the tolerance it checked, checkSTREAMresults in stream.c, heldout529).
 _WHOLE_LINE = frozenset({"hydra.cpi_finished", "hydra.mpich_test_no_errors", "charliecloud.mpihello_finalize_ok",
-                         "opm.trailer_linear_iterations"})
+                         "opm.trailer_linear_iterations", "stream.solution_validates"})
 #: Words that take a finished line back: a failure beside it, an exit status other than 0, or a phrase that puts
 #: the finish in a condition or in the past of something else.
 _NOT_FINISHED = re.compile(r"(?i)\b(?:but|before|until|not|never|unless|if|whether|fail\w*|error\w*|abort\w*|"

@@ -35,7 +35,8 @@ def text_key(text: bytes) -> bytes:
 #: (classify._said_it_finished), and each rank of a job prints its own (64 ranks' 'FORTRAN STOP', a Gaussian job's
 #: 'Normal termination' after each of its steps). custodian's start of each attempt is kept to its last as well
 #: (classify._custodian_recovered: a failure before the last restart was corrected); it is no finished word. So is a
-#: Dask worker's registration with its scheduler (classify._restarted_until_stopped: a worker back after a restart).
+#: Dask worker's registration with its scheduler (classify._restarted_until_stopped: a worker back after a restart), nor
+#: Open MPI's UCX finalize chatter (classify._said_it_finished: the library's teardown after the program's last word).
 LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_in", "fortran.plain_stop",
                        "espresso.job_done", "python.mpi4py_bench_finished", "gromacs.thanks_quote",
                        "gromacs.mdrun_finished", "deepspeed.worker_exits_successfully", "namd.charm_end_of_program",
@@ -49,7 +50,8 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
                        "pflotran.all_tests_passed", "mlperf.run_stop_success",
                        "openfoam.finalising_parallel_run", "imb.entering_mpi_finalize",
-                       "custodian.attempt_started", "distributed.registered_to"})
+                       "stream.solution_validates",
+                       "custodian.attempt_started", "distributed.registered_to", "openmpi.ucx_finalize_disconnect"})
 
 
 @dataclass(frozen=True, slots=True)
