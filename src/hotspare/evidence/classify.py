@@ -381,6 +381,16 @@ def _before_teardown(
     return [e for e in roots if e.line < start or (not strict and e.failure_class is not FailureClass.RANK_KILLED)]
 
 
+def _teardown_between(first: int, last: int, evidence: tuple[Evidence, ...]) -> bool:
+    """A teardown line between two lines: the step's CANCELLED line, srun's own abort, a cascade line (a process
+    ended by the stopper's signal). A crash reported after it died in the teardown (heldout532: a Dask worker's
+    MemoryError, the step cancelled, then eight tasks 'Aborted (core dumped)' as Python shut down), so it no longer
+    names where the out-of-memory process ran."""
+    return any(first < e.line < last
+               and (e.role is Role.CASCADE or e.pattern in _TEARDOWN or e.pattern == _STEP_CANCELLED)
+               for e in evidence)
+
+
 def _not_torn_down(
     roots: list[Evidence], evidence: tuple[Evidence, ...], *, late_crashes: bool = True
 ) -> list[Evidence]:
@@ -1967,6 +1977,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     starts = [e for e in starts if not any(e is x for x in late)]
     starts = _not_torn_down(_before_teardown(starts, evidence, strict=True), evidence)
     if (late and not starts and root is not None and root.failure_class is FailureClass.OOM and root.host is None
+            and not _teardown_between(root.line, late[0].line, evidence)
             and (_ABORT.search(late[0].text) or _terminate_aborts(root, late[0], evidence))):
         starts = late[:1]
     if not starts and decision.failure_class is FailureClass.OOM:
