@@ -92,6 +92,7 @@ def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[st
     "xxxx", "XXXXX", "<hostname>", "NODE", "hostname", "node", "localhost", "0.0.0.0", "127.0.0.1", "...",  # noqa: S104
     "your-host", "<node>", "worker-X", "node_X", "vgcnbwc-worker-xxxxxxx", "gpu-node.xxxx", "XYZ",
     "hostname2", "nodename1",
+    "mymachine.com", "yourhost.example.org", "hostname.domain", "node.cluster.local",  # a stand-in given a domain
 ])
 def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -> None:
     """Documentation and redacted pastes write a stand-in where the host was: nothing is blamed on it."""
@@ -176,3 +177,12 @@ def test_a_host_list_printed_as_a_python_or_json_list_names_each_host(listed: st
     the quotes and the ', ' between names are the list's, not part of a host's name."""
     got = verdict(f"[bipbip] OAR suspects nodes, job: 42, nodes: {listed}\n", patterns)
     assert sorted(h.name for h in got.blamed_hosts) == ["n1", "n2"], got.reason
+
+
+def test_a_real_name_with_a_domain_is_still_a_host(patterns: PatternSet) -> None:
+    """Only a stand-in's first label makes a name with a domain a placeholder (heldout527's "mymachine.com");
+    a real node's full name, and one whose domain holds a stand-in word, keep their host."""
+    for name, short in (("compute17.cluster.org", "compute17"), ("n0025.lr6", "n0025"),
+                        ("rs0.informatik.hs-fulda.de", "rs0"), ("gpu3.mymachine.com", "gpu3"), ("node.9cb7", "node")):
+        got = verdict(f"srun: error: Node failure on {name}\n", patterns, rc=1)
+        assert [h.name for h in got.blamed_hosts] == [short], (name, got.reason)

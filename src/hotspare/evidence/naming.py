@@ -167,6 +167,17 @@ _TRIM = " \t.,;:'\"()[]<>`*"
 _QUOTED_SEP = re.compile(r"""['"]\s*,\s*['"]""")
 
 
+def _stand_in_with_domain(text: str) -> bool:
+    """A stand-in given a domain ("mymachine.com", "yourhost.example.org", "hostname.domain"): its first label, the
+    name Host keeps, is a placeholder and the rest ends in a word-only domain label, so the whole is one too. A name
+    whose rest is an id ("node.9cb7", a Kubernetes node) or an address's numbers stays a host."""
+    first, dot, rest = text.partition(".")
+    return bool(dot and first and _PLACEHOLDER.fullmatch(first) and _WORD_DOMAIN.fullmatch(rest))
+
+
+_WORD_DOMAIN = re.compile(r"(?:[a-z0-9-]+\.)*[a-z]{2,}", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=4096)  # a job's logs name its few hosts over and over; Host is never changed
 def _hosts(text: str, is_hostlist: bool) -> tuple[Host | None, ...]:
     """Hosts named by a captured group; ``(None,)`` when the text is not a host or only stands for one
@@ -176,6 +187,8 @@ def _hosts(text: str, is_hostlist: bool) -> tuple[Host | None, ...]:
             or text.isdigit()):  # a rank or task number ("3: " from srun -l), never a node's name
         return (None,)
     try:
-        return tuple(expand_hosts(text)) if is_hostlist else (Host(text),)
+        found = tuple(expand_hosts(text)) if is_hostlist else (Host(text),)
     except HostError:
         return (None,)
+    named = tuple(host for host in found if not _stand_in_with_domain(host.raw))
+    return named or (None,)
