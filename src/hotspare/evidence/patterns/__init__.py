@@ -119,6 +119,7 @@ LINE_PREFIX = (
     #                                                               Nextflow's MMM-dd; vLLM's and SGLang's MM-DD
     r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?: ?[AP]M)?"         # a time of day
     r"|[0-9]+:"                                                   # srun -l
+    r"|E[ \t]{3}"                                                 # pytest's fail marker "E   " (_pytest/_code/code.py)
     r"|[A-Za-z_][A-Za-z0-9_.-]*\.py:[0-9]+\]"                      # vLLM's "file.py:N]" before 0.8 (no '[')
     r"|[0-9]{1,5}[ \t](?:[ \t]*>)?"                                # a paste's line-number gutter (then a quote)
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
