@@ -790,8 +790,11 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             continue
         if ev.role is not Role.ROOT or ev.failure_class is None:
             continue
-        if ev.pattern == _NEXTFLOW_STATS_OK and any(e.pattern == _NEXTFLOW_ABORTED for e in evidence):
-            continue  # Nextflow's end-of-run counts after Session.abort: a script error can abort with no task failed
+        if ((ev.pattern == _NEXTFLOW_STATS_OK and any(e.pattern == _NEXTFLOW_ABORTED for e in evidence))
+                or _evicted_for_removal(ev, evidence)):
+            # Nextflow's end-of-run counts after Session.abort: a script error can abort with no task failed. An
+            # HTCondor eviction that a removal of the running job made: the same job's abort below decides.
+            continue
         if _passed_over(ev, evidence):
             continue  # a library logged the exception as a warning, or Python ignored it: the run went on
         if (ev.pattern in LAST_RESORT or _wrapper_exit_zero(ev, evidence) or _crashed_after_notice(ev, evidence)
@@ -1126,6 +1129,35 @@ _QACCT_EXIT_ZERO, _QACCT_FAILED = "sge.qacct_exit_status_zero", "sge.qacct_faile
 #: failure, a script error, a signal): after an abort the counts are no success.
 _NEXTFLOW_STATS_OK = "nextflow.workflow_stats_no_failure"
 _NEXTFLOW_ABORTED = "nextflow.session_aborted"
+
+#: HTCondor's user-log eviction (event 004) and abort (event 009, condor_rm or a removal the DAGMan job's own
+#: removal set off): the id '(cluster.proc.subproc)' after the event number names the job both belong to.
+_CONDOR_EVICTED, _CONDOR_REMOVED = "htcondor.job_evicted", "htcondor.job_removed_condor_rm"
+_CONDOR_EVENT_JOB = re.compile(r"^0[0-9]{2} \(([0-9]+\.[0-9]+)\.[0-9]+\) ")
+
+
+def _evicted_for_removal(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the HTCondor eviction ``ev`` is how a removal ended the running job: the same job's abort event (009
+    'Job was aborted by the user.', condor_rm's or the one a removed DAGMan job's OtherJobRemoveRequirements sets off)
+    follows it. Removing a running job signals its shadow, which sets the exit reason JOB_KILLED and kills the
+    starter (src/condor_shadow.V6.1/shadow.cpp, UniShadow::handleJobRemoval -> requestJobRemoval); the shadow logs
+    a JOB_KILLED exit as an eviction (baseshadow.cpp, BaseShadow::logEvictEvent: JobEvictedEvent, 'Job was not
+    checkpointed.') and the abort is logged once the job leaves the queue (read at htcondor 7491a14). The
+    eviction is the removal's, not the machine taking its slot back: the removal decides (heldout543: an IceCube
+    job's '004 ... Job was evicted.' a second before '009 ... via condor_rm (by user ...)', a LIGO DAG node's both
+    at the same second)."""
+    if ev.pattern != _CONDOR_EVICTED:
+        return False
+    job = _CONDOR_EVENT_JOB.match(ev.text.lstrip("\t "))
+    if job is None:
+        return False
+    for e in evidence:
+        if e.pattern != _CONDOR_REMOVED or e.line <= ev.line:
+            continue
+        other = _CONDOR_EVENT_JOB.match(e.text.lstrip("\t "))
+        if other is not None and other.group(1) == job.group(1):
+            return True
+    return False
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "kubernetes.container_exit_code_137",
