@@ -1158,6 +1158,8 @@ def _evicted_for_removal(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
         if other is not None and other.group(1) == job.group(1):
             return True
     return False
+
+
 _STATUS_ONLY = frozenset({
     "kernel.exit_code_not_found", "kernel.exit_code_sigkill", "generic.negative_status_sigkill",
     "kubernetes.container_exit_code_137",
