@@ -237,6 +237,22 @@ def test_nccl_error_quoting_a_gpu_fault_as_its_last_error_is_gpu_hw(patterns: Pa
     assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
 
 
+def test_nccl_error_quoting_a_kernels_illegal_address_is_not_network(patterns: PatternSet) -> None:
+    """The same relay whose 'Last error:' is a kernel's illegal memory access (NCCL's "Cuda failure 700 '...'"): the
+    program's kernel faulted before NCCL's CUDA call, so no network fault is read and nobody is blamed; an 'unhandled
+    system error' relay is not read so."""
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, unhandled cuda error "
+            "(run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 700 'an illegal memory access was encountered'\n")
+    v = verdict(text, patterns, rc=1)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == ()
+    system = text.replace("unhandled cuda error", "unhandled system error")
+    assert verdict(system, patterns, rc=1).failure_class is FailureClass.NETWORK
+    far = text.replace("Last error:\n", "Last error:\n" + "step 1\n" * 6)
+    assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
+
+
 def test_tf_session_relay_quoting_a_storage_failure_is_transient_io(patterns: PatternSet) -> None:
     """TensorFlow's 'This may be due to a preemption ... Error: %s' relays the error it caught; a checkpoint upload
     the store kept refusing, quoted below it, decides. Alone, or quoting nothing known, the relay stays network."""

@@ -981,6 +981,7 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
     quoted = next(_quoted_below(ev, evidence, lambda e: e.role is Role.ROOT and e.failure_class in _QUOTABLE_CAUSES
                                 and not _read_otherwise_by_its_program(e, evidence)), None) or _appended_oom(
                                     ev, evidence)
+    quoted = quoted or _relayed_device_fault(ev, evidence)
     if quoted is not None:
         return quoted
     if ev.pattern == _NCCL_RELAY and _NCCL_RELAYED_CUDA.search(ev.text):
@@ -1005,6 +1006,11 @@ def _quoted_cause(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence:
 #: read so: a CUDA allocation is not what a system call failing means.
 _NCCL_RELAY = "nccl.unhandled_system_error"
 _NCCL_RELAYED_CUDA = re.compile(r"\bunhandled cuda error\b|\binternal error\b")
+#: ncclUnhandledCudaError alone: NCCL's CUDACHECK and CUDACALL wrappers WARN "Cuda failure %d '%s'" with
+#: cudaGetErrorString's text and return it (NVIDIA/nccl 5067397c src/include/checks.h, src/include/cudawrap.h); PyTorch
+#: quotes that warning below its relay after 'Last error:'. A GPU kernel's fault quoted there (an illegal address)
+#: decides over the relay.
+_NCCL_UNHANDLED_CUDA = re.compile(r"\bunhandled cuda error\b")
 _NCCL_CUDA_OOM = "nccl.cuda_out_of_memory"
 _NCCL_WARN = "NCCL WARN "
 
@@ -1023,6 +1029,15 @@ def _read_otherwise_by_its_program(ev: Evidence, evidence: tuple[Evidence, ...])
 #: own fault (NCCL's ncclUnhandledCudaError 'unhandled cuda error', then 'Last error:' and "Cuda failure 'unspecified
 #: launch failure'"; a socket's error printed beside the uncorrectable NVLink error that broke the rank).
 _QUOTABLE_CAUSES = frozenset({FailureClass.OOM, FailureClass.GPU_HW})
+
+
+def _relayed_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """The CUDA call NCCL made failed because a kernel had already faulted (PyTorch's relay of 'unhandled cuda error',
+    'Last error:', then NCCL's "Cuda failure 700 'an illegal memory access was encountered'"): the device's fault,
+    quoted below the relay, is the cause, as an allocation is, and a kernel's fault is no network's (heldout561)."""
+    if ev.pattern != _NCCL_RELAY or not _NCCL_UNHANDLED_CUDA.search(ev.text):
+        return None
+    return next(_quoted_below(ev, evidence, lambda e: e.pattern in _DEVICE_FAULTS), None)
 
 
 def _appended_oom(ev: Evidence, evidence: tuple[Evidence, ...]) -> Evidence | None:
