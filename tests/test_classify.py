@@ -3191,3 +3191,24 @@ def test_nccls_libibverbs_notice_keeps_a_log_from_the_words_guess(patterns: Patt
     failed = verdict(text + "v100-gpu-1:14926:14940 [0] include/socket.h:403 NCCL WARN Net : Connection closed by "
                      "remote peer\n", patterns)
     assert failed.failure_class is FailureClass.NETWORK, failed.reason
+
+
+_CONDOR_SUBMIT = "000 (33976484.000.000) 10/01 23:01:11 Job submitted from host: <10.128.11.86:46125?addrs=10.128.11.86-46125>\n"
+_CONDOR_EXEC = "001 (33976484.000.000) 10/01 23:05:02 Job executing on host: <{host}:40541?addrs={host}-40541>\n"
+_CONDOR_END = "005 (33976484.000.000) 10/01 23:06:29 Job terminated.\n\t(0) Abnormal termination (signal {sig})\n"
+
+
+def test_condor_crash_is_placed_on_its_execute_host(patterns: PatternSet) -> None:
+    """HTCondor's job-terminated event names no host; its execute event (001) says where the job ran, so a crash
+    signal there is blamed on that host (heldout543, heldout312). Two execute hosts (a job run again elsewhere) name
+    neither; a SIGKILL (signal 9) comes from outside and places nothing; the submit host is never blamed."""
+    one = verdict(_CONDOR_SUBMIT + _CONDOR_EXEC.format(host="10.128.10.120") + _CONDOR_END.format(sig=6), patterns)
+    assert one.failure_class is FailureClass.RANK_KILLED, one.reason
+    assert names(one.blamed_hosts) == ["10.128.10.120"], one.reason
+    assert not one.node_fault
+    two = verdict(_CONDOR_SUBMIT + _CONDOR_EXEC.format(host="10.128.10.120") + _CONDOR_EXEC.format(host="10.128.10.7")
+                  + _CONDOR_END.format(sig=11), patterns)
+    assert two.failure_class is FailureClass.RANK_KILLED, two.reason
+    assert not two.blamed_hosts, two.reason
+    killed = verdict(_CONDOR_SUBMIT + _CONDOR_EXEC.format(host="10.128.10.120") + _CONDOR_END.format(sig=9), patterns)
+    assert not killed.blamed_hosts, killed.reason

@@ -2003,13 +2003,41 @@ _ORIGIN_CLASSES = frozenset({
 _ORIGIN_MEANINGS = (HostMeaning.ORIGIN, HostMeaning.DEAD)
 
 
+#: A SIGKILL comes from outside the process (the OOM killer, a scheduler's or a user's kill): it is not a crash of the
+#: process's own making, so the host it ran on is not placed by _crash_place.
+_SIGKILL_WORDS = re.compile(r"\bsignal 9\b|\bSIGKILL\b|\bKilled\b")
+
+
+def _crash_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...]) -> _Decision:
+    """Where a crash ran when the line that decided it names no host (HTCondor's job-terminated event, '(0) Abnormal
+    termination (signal 11)'): the one host the log names, when a line says the job ran there (_only_host: its
+    execute event, LSF's report header), as _signal_death places a crash no pattern decided. A log naming a second
+    host says nothing of which one it was; a SIGKILL is not the process's own crash and places nothing."""
+    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
+                 and not _setup_line(e) and not _passed_over(e, evidence)), None)
+    if (root is None or root.failure_class is not FailureClass.RANK_KILLED or root.host is not None
+            or decision.from_status or f"{root.pattern} at line {root.line}" not in decision.reason
+            or _SIGKILL_WORDS.search(root.text)):
+        return decision
+    ran = _only_host(usable, prompt=False)
+    if not ran:
+        return decision
+    place = ran[0]
+    assert place.host is not None
+    return replace(decision, blamed=_blames(ran, QuarantineReason.SCRAPED), crash=True,
+                   reason=f"{decision.reason}; on {place.host.name}, the one host the log names ({place.pattern} at "
+                          f"line {place.line}): a crash, not a node fault")
+
+
 def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...]) -> _Decision:
     """Name where a failure that is not a node fault started (blamed, never excluded): the first ranks that
     died of a signal, the OOM-killed host. Lines after the teardown began do not count when one came before."""
     if decision.blamed or decision.nobody or decision.failure_class not in _ORIGIN_CLASSES:
         return decision
-    if decision.failure_class is FailureClass.GPU_HW:
-        return _device_place(decision, usable, evidence)
+    # A device fault or a crash whose line names no host: where the log says it ran.
+    place = {FailureClass.GPU_HW: _device_place, FailureClass.RANK_KILLED: _crash_place}.get(decision.failure_class)
+    if place is not None:
+        return place(decision, usable, evidence)
     if decision.failure_class.attributes_node:
         return decision  # a node fault names its node or nobody: a segfault elsewhere is not that node
     starts = [
@@ -2173,6 +2201,9 @@ _RAN_ON_LINES = frozenset({
     "pals.rank_exited", "pals.rank_exited_crash_code", "lsf.executed_on_host", "kubernetes.pod_ran_on_node",
     "generic.job_runs_on_host", "slurm.srun_tasks_exit_code", "sge.spool_job_script", "petsc.error_report_host",
     "torchrun.agent_failure_host", "generic.runner_start_host",
+    # HTCondor's user-log execute event ('001 (C.P.S) ... Job executing on host: <ip:port>'): the machine the job
+    # started on; its job-terminated event's signal names none.
+    "htcondor.job_executing_on_host",
     # srun's report of how a node's tasks ended ('srun: error: H: tasks 0-3: Killed', Slurm src/srun/launch.c
     # _task_finish): the step's tasks ran on H. Only ever read when H is the one host the log names.
     "slurm.srun_tasks_killed",
