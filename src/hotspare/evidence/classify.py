@@ -1193,6 +1193,7 @@ _STATUS_ONLY = frozenset({
     "spark.yarn_application_final_status_succeeded", "generic.job_exit_status_zero", "sge.qacct_exit_status_zero",
     "openmpi.noticed_interrupt_hangup", "openmpi.user_signal_abort", "flux.eventlog_complete_status_zero",
     "flux.broker_rc2_success", "flux.mpi_hello_finalized", "flux.jobs_listing_completed", "flux.jobs_listing_failed",
+    "flux.jobs_listing_canceled",
     "slurm.srun_tasks_completed",
     "kubernetes.training_operator_job_succeeded", "python.uvicorn_startup_complete",
     "kubernetes.training_sdk_status_succeeded", "ray.job_cli_succeeded",
