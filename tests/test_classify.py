@@ -3212,3 +3212,21 @@ def test_condor_crash_is_placed_on_its_execute_host(patterns: PatternSet) -> Non
     assert not two.blamed_hosts, two.reason
     killed = verdict(_CONDOR_SUBMIT + _CONDOR_EXEC.format(host="10.128.10.120") + _CONDOR_END.format(sig=9), patterns)
     assert not killed.blamed_hosts, killed.reason
+
+
+_IOR_END = ("Summary of all tests:\n"
+            "write     5283179.91 5241637.38 5256845.52   15072.89 2641589.95 2620818.69 2628422.76    7536.44\n"
+            "Finished            : Mon Jun 16 04:41:47 2025\n")
+
+
+def test_iors_finished_line_is_its_last_word(patterns: PatternSet) -> None:
+    """IOR's 'Finished            : <ctime>' (PrintTestEnds after the summary of all tests, hpc/ior ior-output.c) is
+    its last word: with no exit status, a success, through a job script's clean-up lines after it (heldout564: an
+    IOR run on DAOS under PBS); a failure after it, or more output past the closing window, leaves the rule out."""
+    done = verdict(_IOR_END + "Successfully destroyed container peak_bw_test_cont\nMon 16 Jun 2025 04:42:38 AM UTC\n",
+                   patterns)
+    assert done.failure_class is FailureClass.SUCCESS, done.reason
+    killed = verdict(_IOR_END + "=>> PBS: job killed: walltime 3610 exceeded limit 3600\n", patterns)
+    assert killed.failure_class is not FailureClass.SUCCESS, killed.reason
+    more = verdict(_IOR_END + "still running\nstill running\nstill running\nstill running\n", patterns)
+    assert more.failure_class is not FailureClass.SUCCESS, more.reason
