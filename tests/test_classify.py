@@ -3230,3 +3230,25 @@ def test_iors_finished_line_is_its_last_word(patterns: PatternSet) -> None:
     assert killed.failure_class is not FailureClass.SUCCESS, killed.reason
     more = verdict(_IOR_END + "still running\nstill running\nstill running\nstill running\n", patterns)
     assert more.failure_class is not FailureClass.SUCCESS, more.reason
+
+
+_DASK_LOGGED = ("distributed.utils - ERROR - 'tcp://127.0.0.1:40000'\n"
+                "Traceback (most recent call last):\n"
+                '  File "/opt/conda/lib/python3.8/site-packages/distributed/utils.py", line 655, in log_errors\n'
+                "    yield\n"
+                '  File "/opt/conda/lib/python3.8/site-packages/distributed/scheduler.py", line 4321, in add_worker\n'
+                "    ws = self.workers[address]\n"
+                "KeyError: 'tcp://127.0.0.1:40000'\n")
+
+
+def test_dasks_logged_copy_of_its_own_exception_is_no_user_error(patterns: PatternSet) -> None:
+    """A traceback whose first frame is Dask's log_errors is a copy its logger printed of an exception it caught
+    inside the scheduler (heldout568): not the user's program failing. The same KeyError raised in the user's own
+    code is still a user error."""
+    logged = verdict(_DASK_LOGGED, patterns)
+    assert logged.failure_class is not FailureClass.USER_ERROR, logged.reason
+    own = verdict("Traceback (most recent call last):\n"
+                  '  File "/home/u/run.py", line 12, in <module>\n'
+                  "    x = table[key]\n"
+                  "KeyError: 'tcp://127.0.0.1:40000'\n", patterns)
+    assert own.failure_class is FailureClass.USER_ERROR, own.reason
