@@ -2018,21 +2018,28 @@ _ORIGIN_CLASSES = frozenset({
 _ORIGIN_MEANINGS = (HostMeaning.ORIGIN, HostMeaning.DEAD)
 
 
-#: A SIGKILL comes from outside the process (the OOM killer, a scheduler's or a user's kill): it is not a crash of the
-#: process's own making, so the host it ran on is not placed by _crash_place.
+#: A job-terminated line that words its end as a SIGKILL ('(0) Abnormal termination (signal 9)', 'Killed') tells of a
+#: kill from outside the process (the OOM killer, a user's force stop: heldout543's dask-chtc stop) as often as of a
+#: crash, so _crash_place places nothing on it. TorchElastic's agent line 'failed (exitcode: -9)' is not read by it:
+#: its failure table names the rank's host, placed like the agent's other exit codes, as the corpus labels it
+#: (heldout53).
 _SIGKILL_WORDS = re.compile(r"\bsignal 9\b|\bSIGKILL\b|\bKilled\b")
+
+
+def _deciding_root(evidence: tuple[Evidence, ...]) -> Evidence | None:
+    """The first root line that says why the job failed (not a setup line, not one a later line passes over)."""
+    return next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
+                 and not _setup_line(e) and not _passed_over(e, evidence)), None)
 
 
 def _crash_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[Evidence, ...]) -> _Decision:
     """Where a crash ran when the line that decided it names no host (HTCondor's job-terminated event, '(0) Abnormal
     termination (signal 11)'): the one host the log names, when a line says the job ran there (_only_host: its
     execute event, LSF's report header), as _signal_death places a crash no pattern decided. A log naming a second
-    host says nothing of which one it was; a SIGKILL is not the process's own crash and places nothing."""
-    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
-                 and not _setup_line(e) and not _passed_over(e, evidence)), None)
+    host says nothing of which one it was; a line worded as a SIGKILL places nothing (see _SIGKILL_WORDS)."""
+    root = _deciding_root(evidence)
     if (root is None or root.failure_class is not FailureClass.RANK_KILLED or root.host is not None
-            or decision.from_status or f"{root.pattern} at line {root.line}" not in decision.reason
-            or _SIGKILL_WORDS.search(root.text)):
+            or decision.from_status or _SIGKILL_WORDS.search(root.text)):
         return decision
     ran = _only_host(usable, prompt=False)
     if not ran:
@@ -2064,8 +2071,7 @@ def _origins(decision: _Decision, usable: tuple[Evidence, ...], evidence: tuple[
     # except where that line is a process's own running out of memory and names no host: an abort (SIGABRT) that
     # follows first (a C++ bad_alloc's terminate, a runtime's abort) is that process dying, and names where it ran.
     # Other signals after it are the peers' (the seed: one rank's bad_alloc, then thousands of SIGSEGVs).
-    root = next((e for e in evidence if e.role is Role.ROOT and e.failure_class is not None
-                 and not _setup_line(e) and not _passed_over(e, evidence)), None)
+    root = _deciding_root(evidence)
     first_root = root.line if root is not None else None
     late = [e for e in starts if _is_crash(e) and first_root is not None and e.line > first_root]
     starts = [e for e in starts if not any(e is x for x in late)]
