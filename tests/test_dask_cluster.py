@@ -428,6 +428,14 @@ def wait_for(check: Any, what: str, timeout_s: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def first_submit(cluster: Any, job_cls: Any = None) -> None:
+    """Waits for the first job's submit and for the cluster to list the job: the submit runs inside the job's start,
+    before SpecCluster adds the job to ``cluster.workers``, so the script can be there while the job is not yet."""
+    scripts = (job_cls or NoSubmitJob).scripts
+    wait_for(lambda: len(scripts) == 1 and all(n in cluster.workers for n in list(cluster.worker_spec)),
+             "the first submit")
+
+
 @pytest.fixture
 def live_nanny() -> Iterator[str]:
     """A real distributed server on loopback answering ``identity``: a nanny that outlived its worker (it is
@@ -488,7 +496,7 @@ def test_a_lost_job_is_judged_its_node_quarantined_and_the_job_resubmitted_elsew
                                        job_cls=NoSubmitJob, query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
@@ -518,7 +526,7 @@ def test_a_retired_job_is_not_judged(tmp_path: Path) -> None:
                                        query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             address = "tcp://127.0.0.1:9100"
 
@@ -547,7 +555,7 @@ def _hook_failed_job(tmp_path: Path, lost_worker_timeout: str) -> Iterator[tuple
                                        log_directory=logs, query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = str(cluster.workers[name].job_id)
             (logs / f"dask-worker-{job_id}.err").write_text(f"{HOOK_FAILED}: python -m setup exited 2\n")
@@ -593,7 +601,7 @@ def test_a_lost_job_whose_nanny_is_gone_gets_a_standby_that_takes_its_place(tmp_
                                        query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = lose_job(cluster, name)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
@@ -676,7 +684,7 @@ def test_a_job_whose_program_failed_on_its_own_bug_is_not_resubmitted(tmp_path: 
                                        scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = str(cluster.workers[name].job_id)
             (logs / f"dask-worker-{job_id}.err").write_text(USER_BUG)
@@ -701,7 +709,7 @@ def test_a_scheduler_that_cannot_be_asked_is_recorded_and_the_job_replaced_as_be
                                        query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
@@ -784,7 +792,7 @@ def test_a_nanny_restart_is_not_a_loss(tmp_path: Path) -> None:
                                        query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
 
             async def restart() -> None:
@@ -810,7 +818,7 @@ def test_a_lost_single_process_job_under_adapt_is_cancelled_once_and_replaced_el
                                        query=query, scheduler_options=LOOPBACK)
         try:
             cluster.adapt(minimum_jobs=1, maximum_jobs=1, interval="50ms")
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
@@ -866,7 +874,7 @@ def test_a_pbs_job_lost_with_its_node_is_resubmitted_pinned_to_another(tmp_path:
                                      job_cls=NoSubmitPBSJob, query=query, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitPBSJob.scripts) == 1, "the first submit")
+            first_submit(cluster, NoSubmitPBSJob)
             (name,) = cluster.worker_spec
             assert lose_job(cluster, name, host="n1", nanny=live_nanny) == "4711.pbs01"
             wait_for(lambda: len(NoSubmitPBSJob.scripts) == 2, "the replacement")
@@ -921,7 +929,7 @@ def test_judging_waits_for_the_scheduler_to_conclude(tmp_path: Path, live_nanny:
                                        query=query, sleep=naps.append, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the replacement")
@@ -957,7 +965,7 @@ def test_close_does_not_wait_out_a_judging_in_progress(tmp_path: Path, live_nann
                                        query=query, judge_wait_s=600, scheduler_options=LOOPBACK)
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             job_id = lose_job(cluster, name, nanny=live_nanny)
             wait_for(lambda: asked, "the judging to start")
@@ -1001,7 +1009,7 @@ def test_expired_quarantine_comes_back_only_after_a_passing_probe(tmp_path: Path
             cluster.quarantine.add(Host(name), QuarantineReason.SCRAPED, ttl_s=0.01, detail="test")
         time.sleep(0.05)
         cluster.adapt(minimum_jobs=1, maximum_jobs=1, interval="100ms")
-        wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+        first_submit(cluster)
         time.sleep(0.5)  # several adapt ticks
         assert [e.host.name for e in cluster.quarantine.entries()] == ["n4"]
         assert "#SBATCH --exclude=n4\n" in NoSubmitJob.scripts[0], NoSubmitJob.scripts[0]
@@ -1059,7 +1067,7 @@ def test_a_half_started_standby_that_takes_a_place_has_its_connected_worker_woke
         worker = None
         try:
             cluster.scale(jobs=1)
-            wait_for(lambda: len(NoSubmitJob.scripts) == 1, "the first submit")
+            first_submit(cluster)
             (name,) = cluster.worker_spec
             lose_job(cluster, name)
             wait_for(lambda: len(NoSubmitJob.scripts) == 2, "the standby")
