@@ -253,6 +253,25 @@ def test_nccl_error_quoting_a_kernels_illegal_address_is_not_network(patterns: P
     assert verdict(far, patterns, rc=1).failure_class is FailureClass.NETWORK
 
 
+def test_programming_error_whose_message_is_a_kernels_illegal_address_is_not_user_error(patterns: PatternSet) -> None:
+    """A traceback's last line of a programming-error type whose message is the driver's report of a kernel's memory
+    fault (old jaxlib raised StreamExecutor's 'Internal: Failed to launch CUDA kernel: CUDA_ERROR_ILLEGAL_ADDRESS' as
+    a ValueError): the fault decides as a bare illegal address, unknown with nobody blamed; the same type with a
+    message of its own, or a device-side assert (the program's index check), stays the user's error."""
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 20, in <module>\n"
+            "    opt_state = step(i, opt_state, batch)\n"
+            "ValueError: Internal: Failed to launch CUDA kernel: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+            "was encountered\n")
+    v = verdict(text, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == ()
+    own = text.replace("Internal: Failed to launch CUDA kernel: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                       "was encountered", "too many values to unpack (expected 2)")
+    assert verdict(own, patterns).failure_class is FailureClass.USER_ERROR
+    assert_ = text.replace("ValueError: Internal: Failed to launch CUDA kernel: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal "
+                           "memory access was encountered", "AssertionError: CUDA error: device-side assert triggered")
+    assert verdict(assert_, patterns).failure_class is FailureClass.USER_ERROR
+
+
 def test_tf_session_relay_quoting_a_storage_failure_is_transient_io(patterns: PatternSet) -> None:
     """TensorFlow's 'This may be due to a preemption ... Error: %s' relays the error it caught; a checkpoint upload
     the store kept refusing, quoted below it, decides. Alone, or quoting nothing known, the relay stays network."""

@@ -805,6 +805,7 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
         if ev.failure_class is FailureClass.USER_ERROR and (
                 _crashed_before(ev, evidence) or _ran_on_until_stopped(ev, evidence, progress)
                 or _quotes_a_device_fault(ev, evidence) or _stop_words_quote_a_fault(ev, evidence)
+                or _exception_relays_device_fault(ev, evidence)
                 or _killed_says_more(ev, evidence)
                 or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)
                 or _error_after_lost_cores(ev, evidence)
@@ -1067,6 +1068,27 @@ def _quotes_a_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     that threw only noticed the device's fault, which decides, as a crash."""
     return ev.pattern in _TERMINATE_USER_ERRORS and any(
         _quoted_below(ev, evidence, lambda e: e.pattern in _DEVICE_FAULTS))
+
+
+#: A traceback's last line naming a programming error whose own message is the driver's report of a kernel's memory
+#: fault: StreamExecutor (TensorFlow, XLA, JAX) returns a failed driver call as a status whose message ends with the
+#: CUresult's name, 'Internal: Failed to launch CUDA kernel: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was
+#: encountered' (tensorflow/stream_executor/cuda/cuda_driver.cc, ToString: 700 -> "CUDA_ERROR_ILLEGAL_ADDRESS"), and
+#: the Python binding raises it under whatever exception type it maps the status to (old jaxlib: ValueError). Not a
+#: device-side assert, which the program's own index check fires (a user error, see nvidia.cuda_device_assert).
+_PY_PROGRAMMING_ERROR = "python.programming_error"
+_KERNEL_MEMORY_FAULT = re.compile(
+    r"an illegal memory access was encountered|CUDA_ERROR_ILLEGAL_ADDRESS|an illegal instruction was encountered"
+    r"|misaligned address")
+
+
+def _exception_relays_device_fault(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether a programming error's line is the relay of a GPU kernel's memory fault (see _KERNEL_MEMORY_FAULT):
+    the type is the binding's choice, the message the driver's; the fault decides as a bare illegal address does
+    (unknown, nobody blamed), not the user's mistake (heldout575: jax 'ValueError: Internal: Failed to launch CUDA
+    kernel: CUDA_ERROR_ILLEGAL_ADDRESS')."""
+    return ev.pattern == _PY_PROGRAMMING_ERROR and any(
+        e.line == ev.line and e.pattern in _DEVICE_FAULTS and _KERNEL_MEMORY_FAULT.search(e.text) for e in evidence)
 
 
 # A program's own stop words carry whatever message the program passed them ('FATAL ERROR: %s', LAMMPS's 'ERROR on
