@@ -210,6 +210,7 @@ def classify(
         or _sigkilled_at_memory_request(evidence)
         or _first_root(evidence, progress)
         or _ran_to_walltime(evidence)
+        or _lsf_run_limit_signal(evidence)
         or _first_cascade(evidence)
         or _from_facts(facts)
         or _said_it_finished(status, evidence, lines)
@@ -1900,6 +1901,24 @@ def _ran_to_walltime(evidence: tuple[Evidence, ...]) -> _Decision | None:
     return _Decision(FailureClass.WALLTIME, (), f"the epilogue at line {used.line} shows {spent:.0f} s used of the "
                      f"{limit:.0f} s walltime requested at line {requested.line}: the job ran to its limit",
                      line=used.line)
+
+
+#: SIGUSR2's strsignal alone on a line, and the lines that say the log is an LSF job's (its script's #BSUB
+#: directives, its report's header or final status).
+_LSF_USR2 = "lsf.user_defined_signal_2"
+_LSF_JOB = frozenset({"lsf.job_script_directive", "lsf.executed_on_host", "lsf.exited_code"})
+
+
+def _lsf_run_limit_signal(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """With no root cause, an LSF job whose command died of SIGUSR2 ('User defined signal 2' alone on its line)
+    ran past its run limit: LSF sends a UNIX job SIGUSR2 at the limit and kills it ten minutes later if it has
+    not stopped (IBM Spectrum LSF 10.1, bsub -W). Only in a log that is an LSF job's (_LSF_JOB): Slurm's --signal
+    and Grid Engine's soft limits send SIGUSR2 for other reasons."""
+    usr2 = next((e for e in evidence if e.pattern == _LSF_USR2), None)
+    if usr2 is None or not any(e.pattern in _LSF_JOB for e in evidence):
+        return None
+    return _Decision(FailureClass.WALLTIME, (), f"{usr2.pattern} at line {usr2.line}: the LSF job died of SIGUSR2, "
+                     "the signal LSF sends at the run limit (bsub -W)", line=usr2.line)
 
 
 #: NCI Gadi's job footer: the memory requested and used on one line (pbs pack), and the footer's SIGKILL status.
