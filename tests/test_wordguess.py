@@ -207,18 +207,3 @@ def test_no_success_guess_when_a_line_reports_a_non_zero_exit(patterns: PatternS
     condor = scan(b"005 (180158.000.000) 03/10 16:40:26 Job terminated.\n    (1) Normal termination (return value 8)\n",
                   patterns)
     assert classify(condor).failure_class is FailureClass.UNKNOWN
-
-
-def test_a_success_guess_needs_more_than_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A success is the costliest wrong guess (nothing retried, nothing looked into): it stands only at
-    SURE_SUCCESS, whatever lower threshold the others meet."""
-    model = wordguess.WordModel(wordguess.build([
-        ("success", "wrote tables finished cleanly goodbye report"), ("success", "tables finished cleanly report goodbye"),
-        ("oom", "heap arena memory allocation exhausted pages"), ("oom", "memory exhausted allocation heap arena"),
-    ]))
-    done = model.guess(b"tables finished cleanly, report written, goodbye", threshold=0.5)
-    assert done is not None and done.failure_class is FailureClass.SUCCESS
-    monkeypatch.setattr(wordguess, "SURE_SUCCESS", min(1.0, done.probability + 1e-9))
-    assert model.guess(b"tables finished cleanly, report written, goodbye", threshold=0.5) is None
-    oom = model.guess(b"heap arena memory allocation exhausted", threshold=0.5)
-    assert oom is not None and oom.failure_class is FailureClass.OOM

@@ -51,10 +51,6 @@ WORD = re.compile(rb"[a-z][a-z_]{2,}")
 #: rounds of eight sessions, each read with the rules of the session's start and a model of the corpus before it
 #: (``benchmarks/word_guess.py --sessions``).
 THRESHOLD = 0.6
-#: A guess of success stands only at this probability or above: a failed run's log called a success is neither
-#: retried nor looked into, the costliest wrong guess, and "completed successfully" is also how many a failure
-#: report begins ('Job 0 completed successfully, but some output files are missing').
-SURE_SUCCESS = 0.85
 #: The L2 penalty on the weights (against the mean log loss), the passes of full-batch Adam and its step: enough
 #: for the loss to settle on the corpus; learning is deterministic (zero start, one batch).
 L2 = 1e-4
@@ -136,8 +132,7 @@ class WordModel:
         return scores, known
 
     def guess(self, text: bytes, threshold: float = THRESHOLD) -> Guess | None:
-        """The class ``text``'s words read like, or None when none reaches ``threshold`` (a success
-        :data:`SURE_SUCCESS`) or it is unknown."""
+        """The class ``text``'s words read like, or None when none reaches ``threshold`` (or it is unknown)."""
         scores, known = self.scores(text)
         if len(known) < MIN_WORDS or len(scores) < 2:
             return None
@@ -146,8 +141,7 @@ class WordModel:
         top = scores[best]
         probability = 1.0 / sum(math.exp(s - top) for s in scores)
         cls = self.classes[best]
-        if cls is FailureClass.UNKNOWN or probability < (
-                max(threshold, SURE_SUCCESS) if cls is FailureClass.SUCCESS else threshold):
+        if probability < threshold or cls is FailureClass.UNKNOWN:
             return None
         weight = sorted(((self._word[w][best] - self._word[w][second], w) for w in known), reverse=True)
         shown = tuple(w for lift, w in weight[:SHOWN_WORDS] if lift > 0)
