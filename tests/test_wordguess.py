@@ -101,13 +101,13 @@ def test_the_learnt_weights_favour_each_class_own_words() -> None:
 
 
 @pytest.mark.parametrize(("text", "expected", "word"), [
-    ("step 120 loss 0.31\nthe solver stopped with a segmantation fault, core dumped, backtrace shows frame #3\n"
-     "the process crashed\n", FailureClass.RANK_KILLED, "dumped"),
+    ("step 120 loss 0.31\nthe solver stopped with a segmantation fault, core dumped, backtrace shows frame #3\n",
+     FailureClass.RANK_KILLED, "dumped"),
     ("usage: train.py [-h] --config CONFIG\nthe config key 'optimizer' is invalid: expected one of sgd, adam\n",
      FailureClass.USER_ERROR, "invalid"),
     ("worker 3 on node17 could not reach the coordinator: connection timed out after 30 s, retrying handshake\n"
      "peer node18 unreachable\n", FailureClass.NETWORK, "unreachable"),
-    ("allocation of 4096 MiB on the accelerator failed: not enough memory, memory exhausted, reduce the batch size\n",
+    ("allocation of 4096 MiB on the accelerator did not fit; memory exhausted, reduce the batch size\n",
      FailureClass.OOM, "memory"),
 ])
 def test_a_bare_log_gets_the_class_its_words_read_like(text: str, expected: FailureClass, word: str,
