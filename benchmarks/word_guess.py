@@ -3,25 +3,24 @@
 
 The guess reads a log only when the rules left it bare: no exit status known and no line that shows a failure or
 a success (the verdict was ``unknown``). This takes every real excerpt (tests/data/real) the rules leave bare,
-guesses it with a model learnt without the excerpt's own file (ten folds by file, the fold a hash of the file's
-name: a file is one round or one source's excerpts, so none of the excerpt's siblings is learnt from either) and
-compares the guess with the label, beside the baseline of the verdict before the guess (``unknown`` for all)::
+builds the word counts without the excerpt's own file (leave one file out: a file is one round or one source's
+excerpts, so none of the excerpt's siblings is learnt from either) and compares the guess with the label, beside
+the baseline of the verdict before the guess (``unknown`` for all)::
 
     bare n=.. labels ..
     baseline   class_right=.. retry_right=..
     guess      class_right=.. retry_right=.. right_to_wrong=.. wrong_to_right=..
     ratio      class=..x retry=..x
 
-The biases are moved to the class shares among the bare excerpts of the other folds. The shipped model learnt every
-excerpt, so `benchmarks/attribution.py` on the corpus reads it in sample; these figures do not.
+The prior is the class shares among the bare excerpts of the other files. The shipped counts learnt every excerpt,
+so `benchmarks/attribution.py` on the corpus reads them in sample; these figures do not.
 
-``--write`` rebuilds the shipped model (src/hotspare/evidence/wordguess.json) from the corpus instead: every
-excerpt's words, and the classes of the bare ones for the biases. Learning needs numpy (the ``dev`` extra).
+``--write`` rebuilds the shipped counts (src/hotspare/evidence/wordguess.json) from the corpus instead: every
+excerpt's words, and the classes of the bare ones for the prior.
 
 ``--sessions`` measures it as it would have done on each session's blind rounds instead: for COMMIT:FIRST:LAST, the
 rounds heldoutFIRST..LAST read with the code of COMMIT (the session's start, in a temporary git worktree), and the
-bare ones guessed with a model of the corpus's excerpts from before round FIRST (the bare shares are the shipped
-model's)::
+bare ones guessed with counts of the corpus's excerpts from before round FIRST (the prior is the shipped one)::
 
     session COMMIT rounds FIRST-LAST n=.. class .. -> .. retry .. -> ..
     sessions n=.. class .. -> .. retry .. -> ..
@@ -39,8 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -69,13 +67,17 @@ def bare_excerpts(excerpts: Sequence[Excerpt]) -> list[tuple[Excerpt, bytes]]:
     return found
 
 
-#: How many folds the bare excerpts are guessed in (each by a model that learnt the other folds' files).
-FOLDS = 10
-
-
-def fold_of(file: str) -> int:
-    """The fold of an excerpt file: a hash of its name, the same on every run."""
-    return zlib.crc32(file.encode("utf-8")) % FOLDS
+def without(logs: Counter[str], held: dict[str, Counter[str]], gone: Sequence[Excerpt]
+            ) -> tuple[Counter[str], dict[str, Counter[str]]]:
+    """The counts with ``gone``'s excerpts taken out (the words they hold are copied, the rest shared)."""
+    out_logs = logs.copy()
+    out_held = dict(held)
+    for e in gone:
+        out_logs[e.label_class] -= 1
+        for w in wordguess.words(e.text.encode("utf-8")):
+            row = out_held[w] = out_held[w].copy() if out_held[w] is held[w] else out_held[w]
+            row[e.label_class] -= 1
+    return out_logs, out_held
 
 
 #: The blind rounds of eight sessions and the code each started from (docs/benchmarks.md, the attribution section).
@@ -150,7 +152,7 @@ def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
     """Each session's blind rounds read with its start's code, the bare ones guessed with earlier counts."""
     excerpts = load_corpus(corpus)
     shipped = json.loads(wordguess.MODEL_PATH.read_text(encoding="utf-8"))
-    prior = {str(c): int(n) for c, n in (shipped.get("bare") or {}).items()}
+    prior = {c: int(n) - 1 for c, n in zip(shipped["classes"], shipped["prior"], strict=True)}
     totals: Counter[str] = Counter()
     for spec in specs:
         try:
@@ -192,21 +194,23 @@ def sessions(specs: Sequence[str], corpus: Path, threshold: float) -> int:
     return 0
 
 
-def by_folds(excerpts: Sequence[Excerpt], bare: Sequence[tuple[Excerpt, bytes]], threshold: float,
-             show: int) -> None:
-    """Each bare excerpt guessed with a model of the other folds' files; the figures against the baseline."""
+def leave_one_file_out(excerpts: Sequence[Excerpt], bare: Sequence[tuple[Excerpt, bytes]], threshold: float,
+                       show: int) -> None:
+    """Each bare excerpt guessed with counts (and prior) of every other file; the figures against the baseline."""
+    logs, held = wordguess.count((e.label_class, e.text) for e in excerpts)
     shares = Counter(e.label_class for e, _ in bare)
+    by_file: dict[str, list[Excerpt]] = defaultdict(list)
+    for e in excerpts:
+        by_file[e.file].append(e)
     base_class = base_retry = class_right = retry_right = to_wrong = to_right = 0
     confusion: Counter[tuple[str, str]] = Counter()
     wrong: list[str] = []
-    models: dict[int, wordguess.WordModel] = {}
+    models: dict[str, wordguess.WordModel] = {}
     for e, sample in bare:
-        k = fold_of(e.file)
-        if k not in models:
-            rest = shares - Counter(b.label_class for b, _ in bare if fold_of(b.file) == k)
-            models[k] = wordguess.WordModel(wordguess.build(
-                ((x.label_class, x.text) for x in excerpts if fold_of(x.file) != k), bare=rest))
-        g = models[k].guess(sample, threshold)
+        if e.file not in models:
+            rest = shares - Counter(b.label_class for b, _ in bare if b.file == e.file)
+            models[e.file] = wordguess.WordModel(wordguess.model_data(*without(logs, held, by_file[e.file]), bare=rest))
+        g = models[e.file].guess(sample, threshold)
         got = g.failure_class if g is not None else FailureClass.UNKNOWN
         was_right = e.label_class == FailureClass.UNKNOWN.value
         right = got.value == e.label_class
@@ -221,8 +225,9 @@ def by_folds(excerpts: Sequence[Excerpt], bare: Sequence[tuple[Excerpt, bytes]],
             if len(wrong) < show:
                 wrong.append(f"  {e.id}: {got.value} (label {e.label_class})" + (f": {g.reason}" if g else ""))
     n = len(bare)
-    print(f"{len(excerpts)} excerpts; the rules leave {n} bare; {FOLDS} folds by file, threshold {threshold}")
-    print("labels  " + ", ".join(f"{k} {v}" for k, v in shares.most_common()))
+    labels = shares
+    print(f"{len(excerpts)} excerpts; the rules leave {n} bare; leave one file out, threshold {threshold}")
+    print("labels  " + ", ".join(f"{k} {v}" for k, v in labels.most_common()))
     print("misses  " + ", ".join(f"{a}->{b} {v}" for (a, b), v in confusion.most_common(8)))
     if wrong:
         print("\n".join(wrong))
@@ -239,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of *.toml excerpt files")
     parser.add_argument("--threshold", type=float, default=wordguess.THRESHOLD, help="the guess's least probability")
     parser.add_argument("--show", type=int, default=0, help="print this many guesses that went wrong")
-    parser.add_argument("--write", action="store_true", help="rebuild the shipped model from the corpus instead")
+    parser.add_argument("--write", action="store_true", help="rebuild the shipped counts from the corpus instead")
     parser.add_argument("--output", type=Path, default=wordguess.MODEL_PATH, help="where --write writes")
     parser.add_argument("--sessions", nargs="*", metavar="COMMIT:FIRST:LAST",
                         help=f"each session's blind rounds with its start's code (default: {' '.join(SESSIONS)})")
@@ -252,12 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     bare = bare_excerpts(excerpts)
     if args.write:
-        data = wordguess.build(((e.label_class, e.text) for e in excerpts),
-                               bare=Counter(e.label_class for e, _ in bare))
+        logs, held = wordguess.count((e.label_class, e.text) for e in excerpts)
+        data = wordguess.model_data(logs, held, bare=Counter(e.label_class for e, _ in bare))
         args.output.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"{len(excerpts)} excerpts ({len(bare)} bare), {len(data['words'])} words -> {args.output}")  # type: ignore[arg-type]
         return 0
-    by_folds(excerpts, bare, args.threshold, args.show)
+    leave_one_file_out(excerpts, bare, args.threshold, args.show)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The last resort of a bare log (no exit status, no line decides): the class its words read like.
 
-Unit tests learn small models from a handful of labelled texts; the end-to-end ones run the shipped model on
+Unit tests build small models from a handful of labelled texts; the end-to-end ones run the shipped counts on
 texts written for this file, in wordings no pattern reads."""
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def test_the_threshold_is_the_least_probability() -> None:
     assert model.guess(text, threshold=min(1.0, loose.probability + 1e-9)) is None
 
 
-def test_the_biases_follow_the_bare_logs_shares() -> None:
-    """The same words with bare shares that make unknown far likelier (most bare logs are unknown) guess nothing."""
+def test_the_prior_is_the_bare_logs_shares() -> None:
+    """The same words with a prior that makes unknown far likelier (most bare logs are unknown) guess nothing."""
     labelled = [("oom", "heap memory arena allocation exhausted"), ("unknown", "nothing here at all today"),
                 ("oom", "heap memory arena allocation budget"), ("unknown", "nothing else here at all")]
     text = b"heap memory arena allocation exhausted nothing"
@@ -75,29 +75,8 @@ def test_the_biases_follow_the_bare_logs_shares() -> None:
 
 
 def test_a_model_missing_its_parts_is_refused() -> None:
-    with pytest.raises(ValueError, match="classes, a bias per class"):
-        wordguess.WordModel({"classes": ["oom", "unknown"], "logs": 2, "bias": [0.0], "words": {}})
-    with pytest.raises(ValueError, match="a weight per class"):
-        wordguess.WordModel({"classes": ["oom", "unknown"], "logs": 2, "bias": [0.0, 0.0], "words": {"heap": [1.0]}})
-
-
-def test_the_learnt_weights_favour_each_class_own_words() -> None:
-    """Learning is a logistic regression over which words a log holds: a class's own words get weight towards it,
-    words of every class none; learning twice gives the same model, and it survives its JSON form."""
-    data = wordguess.build([
-        ("oom", "heap arena memory shared words"), ("oom", "heap arena memory shared words"),
-        ("network", "socket peer route shared words"), ("network", "socket peer route shared words"),
-    ])
-    assert data == wordguess.build([
-        ("oom", "heap arena memory shared words"), ("oom", "heap arena memory shared words"),
-        ("network", "socket peer route shared words"), ("network", "socket peer route shared words"),
-    ])
-    classes, weights = data["classes"], data["words"]
-    assert classes == ["network", "oom"] and isinstance(weights, dict)
-    assert weights["heap"][1] > 0 > weights["heap"][0] and weights["socket"][0] > 0 > weights["socket"][1]
-    assert abs(weights.get("shared", [0.0, 0.0])[0] - weights.get("shared", [0.0, 0.0])[1]) < 0.01
-    model = wordguess.WordModel(json.loads(json.dumps(data)))
-    assert model.scores(b"heap heap arena")[1] == ["arena", "heap"]
+    with pytest.raises(ValueError, match="classes, logs, prior and totals"):
+        wordguess.WordModel({"classes": ["oom"], "logs": [1], "prior": [], "totals": [1], "words": {}})
 
 
 @pytest.mark.parametrize(("text", "expected", "word"), [
@@ -152,7 +131,7 @@ def test_the_sample_is_the_inputs_head_and_tail(patterns: PatternSet) -> None:
     assert scan(big, patterns).sample == big[:scan_module.SAMPLE_HEAD] + big[-scan_module.SAMPLE_TAIL:]
 
 
-def test_the_shipped_model_loads_and_names_every_class() -> None:
+def test_the_shipped_counts_load_and_name_every_class() -> None:
     model = wordguess.load_model()
     assert set(model.classes) == set(FailureClass)
     assert model.logs >= 8_000
@@ -167,9 +146,9 @@ def _round_file(directory, name: str, entries: list[tuple[str, str, str]]) -> No
     (directory / name).write_text("\n".join(blocks), encoding="utf-8")
 
 
-def test_the_benchmark_rebuilds_the_model_and_guesses_each_file_from_the_others(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    """benchmarks/word_guess.py on a corpus of three files (in three folds): --write writes a model a WordModel loads
-    (to --output, never the shipped file here), and each file's bare logs are guessed by a model of the others."""
+def test_the_benchmark_rebuilds_counts_and_guesses_each_file_from_the_others(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/word_guess.py on a corpus of three files: --write writes counts a WordModel loads (to --output,
+    never the shipped file here), and leave-one-file-out guesses each file's bare logs from the two others."""
     bench = load_benchmark("word_guess.py")
     oom = "heap arena memory allocation exhausted budget pages\n"
     net = "peer handshake socket route unreachable link retrying\n"

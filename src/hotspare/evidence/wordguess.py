@@ -6,20 +6,15 @@ Real logs from sources no rule was written for mostly end there: on the blind ro
 session started from, a fifth of all verdicts (474 of 2,248) were such an ``unknown`` on a log labelled otherwise.
 
 What such a log's words say is still worth something: "segmentation", "core", "dumped" read like a crash whatever
-program printed them. This module keeps a weight per word and class, learnt from the labelled logs of the real
-corpus (``tests/data/real``) as a multinomial logistic regression over which words a log holds (each word present
-adds its weights to the classes' scores; a softmax makes them probabilities). The class that scores best is the
-guess when its probability reaches :data:`THRESHOLD`; below that the log stays ``unknown``. A guess names no host
-(it blames, excludes and probes nothing) and its reason says it is a guess and which words weighed most.
+program printed them. This module keeps, for each word, how many labelled logs of each class hold it (the real
+corpus, ``tests/data/real``) and scores a log's words as a naive Bayes classifier does: each word present adds
+the log of its share in a class's logs. The class that scores best is the guess when its probability reaches
+:data:`THRESHOLD`; below that the log stays ``unknown``. A guess names no host (it blames, excludes and probes
+nothing) and its reason says it is a guess and which words weighed most.
 
-The weights are learnt from every labelled log, but a bare log is not an average log: a third to two thirds of the
-logs the rules leave bare are labelled ``unknown`` (nothing in them says why), against one log in seven of the
-whole corpus. So each class's bias is moved by the log of its share among the bare logs over its share among all
-(the prior of the logs the guess reads, not of those it learnt from).
-
-Until 2026-12-06 the model was naive Bayes over the same words; on the corpus's bare logs, each guessed by a model
-that did not learn its file (ten folds by file), it was right on 0.651 of them against 0.694 for the regression,
-whose probabilities are also less sure of themselves on words that always come together.
+Which class a bare log is before its words are read (the prior) is the share of each class among the corpus's
+logs the rules leave bare, not among all its logs: a third to two thirds of bare logs are labelled ``unknown``
+(nothing in them says why), against one log in seven of the whole corpus.
 
 The counts are a snapshot, rebuilt on purpose (``python benchmarks/word_guess.py --write``), not on every corpus
 change: a blind round's excerpts are scored with the snapshot that did not see them. The same script measures the
@@ -36,7 +31,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hotspare.evidence.records import Evidence
 from hotspare.failures import FailureClass
@@ -46,18 +40,12 @@ MODEL_PATH = Path(__file__).with_name("wordguess.json")
 #: A word: a letter, then two or more letters or underscores, after lower-casing (numbers, hex, punctuation and
 #: one- or two-letter words carry no class).
 WORD = re.compile(rb"[a-z][a-z_]{2,}")
-#: The guess stands at this probability or above; below, the log stays ``unknown``. Chosen on the corpus's bare
-#: logs, ten folds by file (``benchmarks/word_guess.py``: 0.5, 0.6, 0.7 and 0.85 tried), and checked on the blind
-#: rounds of eight sessions, each read with the rules of the session's start and a model of the corpus before it
+#: The guess stands at this probability or above; below, the log stays ``unknown``. Chosen on the blind rounds of
+#: six sessions, each read with the rules of the session's start and counts of the corpus before it
 #: (``benchmarks/word_guess.py --sessions``).
-THRESHOLD = 0.6
-#: The L2 penalty on the weights (against the mean log loss), the passes of full-batch Adam and its step: enough
-#: for the loss to settle on the corpus; learning is deterministic (zero start, one batch).
-L2 = 1e-4
-EPOCHS = 100
-STEP = 0.05
-#: Weights are kept to this many decimals; a word whose weights all round to zero is left out.
-DECIMALS = 3
+THRESHOLD = 0.85
+#: Additive smoothing of the word counts.
+ALPHA = 1.0
 #: Words held by fewer labelled logs than this are left out of the model (names, paths, one post's jargon).
 MIN_LOGS = 2
 #: A log with fewer known words than this is too short to read: two or three words make a confident guess of
@@ -106,35 +94,42 @@ class Guess:
 
 
 class WordModel:
-    """Per-word, per-class weights and a bias per class, ready to score a log."""
+    """Per-class word counts, as log shares, ready to score a log."""
 
     def __init__(self, data: dict[str, object]) -> None:
-        classes = data.get("classes")
-        bias = data.get("bias")
-        weights = data.get("words")
-        logs = data.get("logs")
-        if not (isinstance(classes, list) and isinstance(bias, list) and isinstance(weights, dict)
-                and isinstance(logs, int) and classes and len(classes) == len(bias)
-                and all(isinstance(row, list) and len(row) == len(classes) for row in weights.values())):
-            raise ValueError("a word model needs classes, a bias per class, words with a weight per class, and logs")
+        classes = data["classes"]
+        logs = data["logs"]
+        prior = data["prior"]
+        totals = data["totals"]
+        counts = data["words"]
+        if not (isinstance(classes, list) and isinstance(logs, list) and isinstance(prior, list)
+                and isinstance(totals, list) and isinstance(counts, dict)
+                and len(classes) == len(logs) == len(prior) == len(totals)):
+            raise ValueError("a word model needs classes, logs, prior and totals of one length, and words")
         self.classes = tuple(FailureClass(c) for c in classes)
-        self.logs = logs
-        self._bias = tuple(float(b) for b in bias)
-        self._word: dict[str, tuple[float, ...]] = {w: tuple(float(x) for x in row) for w, row in weights.items()}
+        self.logs = sum(int(n) for n in logs)
+        vocab = len(counts)
+        whole = sum(int(n) for n in prior)
+        self._prior = tuple(math.log(int(n) / whole) for n in prior)
+        self._unseen = tuple(math.log(ALPHA / (int(t) + ALPHA * vocab)) for t in totals)
+        self._word: dict[str, tuple[float, ...]] = {
+            w: tuple(math.log((int(k) + ALPHA) / (int(t) + ALPHA * vocab)) for k, t in zip(row, totals, strict=True))
+            for w, row in counts.items()
+        }
 
     def scores(self, text: bytes) -> tuple[list[float], list[str]]:
-        """Each class's score and the words of ``text`` the model knows."""
+        """Each class's log score and the words of ``text`` the model knows."""
         known = sorted(w for w in words(text) if w in self._word)
-        scores = list(self._bias)
+        scores = list(self._prior)
         for w in known:
-            for i, x in enumerate(self._word[w]):
-                scores[i] += x
+            for i, lp in enumerate(self._word[w]):
+                scores[i] += lp
         return scores, known
 
     def guess(self, text: bytes, threshold: float = THRESHOLD) -> Guess | None:
         """The class ``text``'s words read like, or None when none reaches ``threshold`` (or it is unknown)."""
         scores, known = self.scores(text)
-        if len(known) < MIN_WORDS or len(scores) < 2:
+        if len(known) < MIN_WORDS:
             return None
         order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
         best, second = order[0], order[1]
@@ -148,60 +143,33 @@ class WordModel:
         return Guess(cls, probability, shown, self.logs)
 
 
-def build(labelled: Iterable[tuple[str, str]], *, bare: Mapping[str, int] | None = None,
-          min_logs: int = MIN_LOGS) -> dict[str, object]:
-    """The model of ``labelled`` (class, text) pairs, as :class:`WordModel` reads it: words held by fewer than
-    ``min_logs`` logs left out; ``bare``, how many of the logs the rules leave bare are of each class (the biases
-    are moved to their shares; none moved when None). Learning needs numpy (the ``dev`` extra); reading does not."""
-    import numpy as np  # noqa: PLC0415 -- only to learn: the shipped model is read without numpy
-
-    rows = []
+def count(labelled: Iterable[tuple[str, str]]) -> tuple[Counter[str], dict[str, Counter[str]]]:
+    """How many logs of each class ``labelled`` (class, text) holds, and how many of each class hold each word."""
+    logs: Counter[str] = Counter()
+    held: dict[str, Counter[str]] = {}
     for cls, text in labelled:
         FailureClass(cls)  # a bad label fails here, not at load
-        rows.append((cls, words(text.encode("utf-8"))))
-    classes = sorted({cls for cls, _ in rows})
-    held: Counter[str] = Counter(w for _, ws in rows for w in ws)
-    vocab = sorted(w for w, n in held.items() if n >= min_logs)
-    index = {w: i for i, w in enumerate(vocab)}
-    docs = [sorted(index[w] for w in ws if w in index) for _, ws in rows]
-    target = np.array([classes.index(cls) for cls, _ in rows], dtype=np.int64)
-    n, k, v = len(rows), len(classes), len(vocab)
-    flat = np.array([i for d in docs for i in d], dtype=np.int64)
-    owner = np.repeat(np.arange(n), [len(d) for d in docs])
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), target] = 1.0
-    weight, bias = np.zeros((v, k)), np.zeros(k)
-    moments = [(np.zeros_like(weight), np.zeros_like(weight)), (np.zeros(k), np.zeros(k))]
-    for epoch in range(1, EPOCHS + 1):
-        z = np.zeros((n, k)) + bias
-        np.add.at(z, owner, weight[flat])
-        z -= z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(axis=1, keepdims=True)
-        d = (p - onehot) / n
-        grad_w = L2 * weight
-        np.add.at(grad_w, flat, d[owner])
-        _adam(weight, grad_w, moments[0], epoch)
-        _adam(bias, d.sum(axis=0), moments[1], epoch)
-    shift = np.zeros(k)
-    if bare is not None:
-        every = np.bincount(target, minlength=k) + 1.0
-        seen = np.array([bare.get(c, 0) + 1.0 for c in classes])
-        shift = np.log(seen / seen.sum()) - np.log(every / every.sum())
-    kept = {w: [round(float(x), DECIMALS) for x in weight[i]] for w, i in index.items()}
-    return {"classes": classes, "logs": n, "bias": [round(float(x), DECIMALS) for x in bias + shift],
-            "bare": {c: int(bare.get(c, 0)) for c in classes} if bare is not None else None,
-            "words": {w: row for w, row in kept.items() if any(row)}}
+        logs[cls] += 1
+        for w in words(text.encode("utf-8")):
+            held.setdefault(w, Counter())[cls] += 1
+    return logs, held
 
 
-def _adam(param: Any, grad: Any, moments: tuple[Any, Any], epoch: int) -> None:
-    """One Adam step on the array ``param`` in place (and on its running mean and square of the gradient)."""
-    mean, square = moments
-    mean *= 0.9
-    mean += 0.1 * grad
-    square *= 0.999
-    square += 0.001 * grad * grad
-    param -= STEP * (mean / (1 - 0.9 ** epoch)) / ((square / (1 - 0.999 ** epoch)) ** 0.5 + 1e-8)
+def model_data(logs: Counter[str], held: dict[str, Counter[str]], *, bare: Mapping[str, int] | None = None,
+               min_logs: int = MIN_LOGS) -> dict[str, object]:
+    """What :class:`WordModel` reads, from :func:`count`'s counts: words held by fewer than ``min_logs`` logs left
+    out; ``bare``, how many of the logs the rules leave bare are of each class (the prior; all logs when None)."""
+    classes = sorted(c for c, n in logs.items() if n > 0)
+    kept = {w: [c[k] for k in classes] for w, c in sorted(held.items()) if sum(c.values()) >= min_logs}
+    totals = [sum(row[i] for row in kept.values()) for i in range(len(classes))]
+    prior = [(bare.get(k, 0) if bare is not None else logs[k]) + 1 for k in classes]
+    return {"classes": classes, "logs": [logs[k] for k in classes], "prior": prior, "totals": totals, "words": kept}
+
+
+def build(labelled: Iterable[tuple[str, str]], *, bare: Mapping[str, int] | None = None,
+          min_logs: int = MIN_LOGS) -> dict[str, object]:
+    """The model of ``labelled`` (class, text) pairs, as :class:`WordModel` reads it (see :func:`model_data`)."""
+    return model_data(*count(labelled), bare=bare, min_logs=min_logs)
 
 
 @functools.cache
