@@ -3271,3 +3271,14 @@ def test_dasks_logged_copy_of_its_own_exception_is_no_user_error(patterns: Patte
                   "    x = table[key]\n"
                   "KeyError: 'tcp://127.0.0.1:40000'\n", patterns)
     assert own.failure_class is FailureClass.USER_ERROR, own.reason
+
+
+def test_sigusr2_is_lsfs_run_limit_only_in_an_lsf_jobs_log(patterns: PatternSet) -> None:
+    """LSF sends SIGUSR2 at a job's run limit (bsub -W): a bare 'User defined signal 2' in a log that is an LSF
+    job's (its #BSUB directives) is a walltime; the same line with nothing saying LSF (Slurm's --signal, a user's
+    kill -USR2) is not."""
+    usr2 = "step 41 of 200\nUser defined signal 2\n"
+    lsf = verdict("#BSUB -W 8:00\n#BSUB -n 16\n" + usr2, patterns)
+    assert lsf.failure_class is FailureClass.WALLTIME, lsf.reason
+    assert not lsf.blamed_hosts and not lsf.exclude_hosts
+    assert verdict(usr2, patterns).failure_class is not FailureClass.WALLTIME
