@@ -2597,6 +2597,43 @@ def test_custodian_that_corrected_a_failure_and_ran_on_is_a_success(patterns: Pa
     assert verdict(first + crash + again + gave_up + done, patterns).failure_class is not FailureClass.SUCCESS
 
 
+def test_custodian_that_met_no_failure_and_ended_its_run_is_a_success(patterns: PatternSet) -> None:
+    """custodian's closing 'Run completed' comes in a finally block, after an error too; with no failure line, none
+    of its words for giving up and nothing after it, every job ran and passed its checks (heldout588). A traceback
+    after the closing line, or its giving-up words before it, keep it from a success."""
+    warn = "/global/u2/pymatgen/io/cif.py:44: UserWarning: Please install optional dependency pybtex\n"
+    first = "INFO:custodian.custodian:Starting job no. 1 (QCJob) attempt no. 1. Errors thus far = 0, 0.\n"
+    ran = "INFO:custodian.custodian:QCJob.run has completed. Checking remaining handlers\n"
+    done = "INFO:custodian.custodian:Run completed. Total time taken = 0:08:21.647910.\n"
+    assert verdict(warn + first + ran + done, patterns).failure_class is FailureClass.SUCCESS
+    gave_up = "ERROR:custodian.custodian:Max errors reached: 5.\n"
+    assert verdict(first + ran + gave_up + done, patterns).failure_class is not FailureClass.SUCCESS
+    tb = ('Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+          "    c.run()\nValueError: bad input\n")
+    assert verdict(first + ran + done + tb, patterns).failure_class is not FailureClass.SUCCESS
+    assert verdict(done, patterns).failure_class is not FailureClass.SUCCESS
+
+
+def test_nwchem_and_qchem_last_words_are_a_finished_run(patterns: PatternSet) -> None:
+    """NWChem's closing 'Total times' (src/nwchem.F, after every task) and Q-Chem's boxed 'Thank you very much for
+    using Q-Chem.  Have a nice day.' are the program's word that it ended normally, at the log's end; a Davidson
+    warning it went on after does not take it back (heldout588), a fatal error after the thanks of a first job
+    does."""
+    warned = " WARNING: detci_dvddiag0: Davidson diagonalization failed to converge in    100 iterations\n"
+    nw = " Task  times  cpu:        1.0s     wall:        1.1s\n \n Total times  cpu:       11.6s     wall:       15.3s\n"
+    assert verdict(warned + nw, patterns).failure_class is FailureClass.SUCCESS
+    assert verdict(nw + warned + "\n\n\n", patterns).failure_class is not FailureClass.SUCCESS
+    box = "        *************************************************************\n"
+    thanks = ("        *  Thank you very much for using Q-Chem.  Have a nice day.  *\n"
+              "        *                                                           *\n" + box)
+    assert verdict(" Total job time:  0.30s(wall), 0.19s(cpu)\n" + box + thanks, patterns).failure_class \
+        is FailureClass.SUCCESS
+    fatal = (" Q-Chem fatal error occurred in module libgen/gen_scfman.C, line 123:\n\n"
+             "  SCF failed to converge\n\n")
+    assert verdict(box + thanks + "Running Job 2 of 2 mol.qin\n" + fatal, patterns).failure_class \
+        is not FailureClass.SUCCESS
+
+
 def test_a_lost_julia_worker_yields_to_its_own_reason_below(patterns: PatternSet) -> None:
     """Julia's master says only 'Worker N terminated.' (a lost worker: unknown, retried); the worker's own reason
     relayed below it (Distributed's 'Master process (id 1) could not connect within 60.0 seconds.') decides

@@ -2716,7 +2716,12 @@ def _custodian_recovered(status: ExitStatus | None, evidence: tuple[Evidence, ..
     the error), none after the last such start, and none of its words for giving up (custodian.stop_words: an
     unrecoverable handler error, too many corrections), which it logs before the same closing line: the run is a
     success (heldout342: an srun 'task 0: Aborted' of Q-Chem at its optimisation-cycle limit, corrected and rerun
-    to the end). A failure line seen more than once (its count) may hide a repeat after the restart: not read."""
+    to the end). A failure line seen more than once (its count) may hide a repeat after the restart: not read.
+    A run with no failure line at all is a success alike: custodian logs its closing line in a finally block, after
+    an error too, but an error reaches it only through its own words for giving up (the CustodianError message it
+    logs first: custodian.stop_words), a handler's finding (a failure line) or an exception whose traceback follows
+    the closing line; with none of them, every job ran and passed its handlers and validators (heldout588: two
+    QCJobs, one attempt each, under a pymatgen UserWarning)."""
     if status is not None or lines is None:
         return None
     done = max((e.line for e in evidence if e.pattern == _CUSTODIAN_DONE), default=None)
@@ -2725,8 +2730,11 @@ def _custodian_recovered(status: ExitStatus | None, evidence: tuple[Evidence, ..
     restart = max((line for e in evidence if e.pattern == _CUSTODIAN_ATTEMPT
                    for line in (e.line, e.last_line or e.line) if line < done), default=None)
     failures = [e for e in evidence if e.failure_class is not None]
-    if restart is None or not failures or any(e.line > restart or e.count > 1 for e in failures):
+    if restart is None or any(e.line > restart or e.count > 1 for e in failures):
         return None
+    if not failures:
+        return _Decision(FailureClass.SUCCESS, (), f"no exit status; custodian ran its jobs with no failure and ended "
+                         f"its run at line {done}", line=done)
     return _Decision(FailureClass.SUCCESS, (), f"no exit status; custodian corrected each failure, started another "
                      f"attempt after it and ended its run at line {done}", line=done)
 

@@ -43,7 +43,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "hydra.cpi_finished", "hydra.mpich_test_no_errors", "charliecloud.mpihello_finalize_ok",
                        "ray.start_runtime_started",
                        "wrf.success_complete",
-                       "alps.app_resources", "lammps.total_wall_time",
+                       "alps.app_resources", "lammps.total_wall_time", "nwchem.total_times",
                        "nccl.tests_footer_bus_bandwidth", "hpl.end_of_tests", "hpcg.result_valid",
                        "python.openmm_install_check_passed", "python.hf_trainer_train_metrics",
                        "genomics.iqtree_date_and_time_finished", "genomics.mrbayes_analysis_completed",
