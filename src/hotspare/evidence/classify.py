@@ -352,16 +352,18 @@ def _launched(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evi
 
 
 # A node that could not end the job's processes (slurmstepd's 'STEPD TERMINATED ON <node> ... DUE TO JOB NOT ENDING
-# WITH SIGNALS'; slurmctld drains it 'Kill task failed') shows only while the job is being stopped: when a time limit
-# or a preemption stopped the job first, that stop is the job's class, and the node is the scheduler's to drain.
+# WITH SIGNALS'; slurmctld drains it 'Kill task failed') shows only while the job is being stopped: when a time limit,
+# a preemption or a memory kill (Slurm's "exceeded memory limit ..., being killed", the kernel's OOM killer: processes
+# reclaiming memory are slow to die) stopped the job first, that stop is the job's class, and the node is the
+# scheduler's to drain (nodeloss_heldout598: memory limit, CANCELLED, then STEPD TERMINATED on the same node).
 _KILL_FAILED = frozenset({"slurm.stepd_kill_task_failed"})
 
 
 def _after_stop(roots: list[Evidence], evidence: tuple[Evidence, ...]) -> list[Evidence]:
-    """``roots`` without a node's failure to kill the job (:data:`_KILL_FAILED`) reported after a time limit or a
-    preemption had stopped it."""
+    """``roots`` without a node's failure to kill the job (:data:`_KILL_FAILED`) reported after a time limit, a
+    preemption or a memory kill had stopped it."""
     stop = next((e.line for e in evidence if e.role is Role.ROOT
-                 and e.failure_class in (FailureClass.WALLTIME, FailureClass.PREEMPTED)), None)
+                 and e.failure_class in (FailureClass.WALLTIME, FailureClass.PREEMPTED, FailureClass.OOM)), None)
     if stop is None:
         return roots
     return [e for e in roots if e.pattern not in _KILL_FAILED or e.line < stop]
