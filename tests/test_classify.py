@@ -1948,7 +1948,7 @@ def test_a_device_fault_naming_no_host_is_placed_on_the_one_host_the_run_is_tied
 
 def test_unkillable_step_is_the_nodes_fault_unless_a_time_limit_stopped_the_job_first(patterns: PatternSet) -> None:
     """slurmstepd giving up on a step's processes drains the node ('Kill task failed'): alone it is that node's
-    fault; after the job's time limit it is how the stop ended, and the time limit stays the class."""
+    fault; after the job's time limit or a memory kill it is how the stop ended, and that stop stays the class."""
     stuck = "slurmstepd: error: *** JOB 7 STEPD TERMINATED ON n3 AT 2023-01-13T09:58:47 DUE TO JOB NOT ENDING WITH SIGNALS ***\n"
     alone = verdict(stuck, patterns)
     assert alone.failure_class is FailureClass.NODE_LOSS
@@ -1958,6 +1958,10 @@ def test_unkillable_step_is_the_nodes_fault_unless_a_time_limit_stopped_the_job_
     assert timed.failure_class is FailureClass.WALLTIME
     assert not timed.blamed_hosts
     assert not timed.exclude_hosts
+    memory = verdict("slurmstepd: error: Step 7.0 exceeded memory limit (9012345 > 8388608), being killed\n"
+                     "slurmstepd: error: *** JOB 7 ON n3 CANCELLED AT 2023-01-13T09:48:47 ***\n" + stuck, patterns)
+    assert memory.failure_class is FailureClass.OOM
+    assert not memory.exclude_hosts
 
 
 def test_r_halting_where_a_parallel_worker_was_lost_is_not_the_scripts_error(patterns: PatternSet) -> None:
