@@ -50,7 +50,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "dealii.aspect_termination_requested", "opm.trailer_linear_iterations",
                        "pflotran.all_tests_passed", "mlperf.run_stop_success",
                        "openfoam.finalising_parallel_run", "imb.entering_mpi_finalize",
-                       "stream.solution_validates", "ior.test_finished",
+                       "stream.solution_validates", "ior.test_finished", "python.training_total_time_finished",
                        "custodian.attempt_started", "distributed.registered_to", "openmpi.ucx_finalize_disconnect"})
 
 
