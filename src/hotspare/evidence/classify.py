@@ -227,7 +227,7 @@ def classify(
         last = _last_resort(status, evidence, progress)
         decision = _setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence) or decision
         if left_to_words and isinstance(result, ScanResult):
-            decision = _guessed(decision, result.sample, evidence)
+            decision = _guessed(decision, result.sample, evidence, progress)
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
     # its signature), where it would stand before the line that did decide.
     evidence = tuple(e for e in evidence if e.pattern not in LAST_RESORT or (last is not None and e.line == last.line))
@@ -2432,18 +2432,30 @@ def _first_error_line(evidence: tuple[Evidence, ...], progress: Progress | None 
     """The last resort's line (see :func:`_last_resort`), whatever the exit status: a program's bare error line
     (LAST_RESORT) or, with ``tracebacks``, the exception that ended a traceback of a type no pack knows
     (:func:`_uncaught`)."""
+    ev = _error_line_read(evidence, progress, tracebacks=tracebacks)
+    if ev is None or _speaks_of_infrastructure(ev):
+        return None
+    return ev
+
+
+def _speaks_of_infrastructure(ev: Evidence) -> bool:
+    """Whether the last resort's line speaks of the infrastructure (:data:`_INFRA_WORDS`, a host's tag and its
+    paths aside; argp's hint after a refused command line never does)."""
+    return not _ARGP_HINT.match(ev.text) and bool(
+        _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1))))
+
+
+def _error_line_read(evidence: tuple[Evidence, ...], progress: Progress | None = None, *,
+                     tracebacks: bool = False) -> Evidence | None:
+    """The line :func:`_first_error_line` reads, before it is asked whether it speaks of the infrastructure."""
     # a line another pattern reads is its
     others = {e.line for e in evidence if e.pattern not in LAST_RESORT and e.pattern != _EXCEPTION_LINE}
-    ev = next((e for e in evidence if (e.pattern in LAST_RESORT or (tracebacks and _uncaught(e, evidence, progress)))
+    return next((e for e in evidence if (e.pattern in LAST_RESORT or (tracebacks and _uncaught(e, evidence, progress)))
                and e.line not in others
                and not _WENT_ON.search(e.text) and not _HOUSEKEEPING.search(e.text)
                and not (e.pattern == "generic.java_main_uncaught" and _JAVA_CONTEXT_GONE.search(e.text))
                and not (e.pattern == "generic.error_severity_line" and _JAVA_RESTATED_GONE.search(e.text))
                and not (e.pattern == "generic.error_severity_line" and _NEXTFLOW_TASK_RESTATED.search(e.text))), None)
-    if ev is None or (not _ARGP_HINT.match(ev.text)
-                      and _INFRA_WORDS.search(_PATHS.sub(_machine_paths_only, _HOST_TAG.sub(" ", ev.text, count=1)))):
-        return None
-    return ev
 
 
 #: GNU argp's hint after it refused a command line (generic.error_severity_line): glibc argp/argp-help.c _help prints
@@ -2621,19 +2633,27 @@ def _without_status(evidence: tuple[Evidence, ...], noise: int) -> _Decision:
                      from_status=True, bare=True)
 
 
-def _guessed(decision: _Decision, sample: bytes, evidence: tuple[Evidence, ...]) -> _Decision:
+def _guessed(decision: _Decision, sample: bytes, evidence: tuple[Evidence, ...],
+             progress: Progress | None = None) -> _Decision:
     """A log with no exit status that no line decided and the rules left to its words (see
     :func:`hotspare.evidence.wordguess.left_to_words`): the class they read like, when the guess is confident; it
     names no host. A supervisor always has the launcher's exit status, so this reads pasted logs and jobs whose
     status was lost, never an attempt it acts on. A line that reports a non-zero exit in the usual words ('exit
     code: 3', generic.nonzero_exit_reported) keeps a guess of success out: the run said it failed. (A program's own
-    such line, HTCondor's '(1) Normal termination (return value 8)', is a pack's and leaves nothing to the words.)"""
+    such line, HTCondor's '(1) Normal termination (return value 8)', is a pack's and leaves nothing to the words.)
+    An error line the last resort held back because it speaks of the infrastructure (a traceback ending 'RuntimeError:
+    HIP error: ...', the GPU runtime's report) keeps a guess of user_error out: the rules know that line is not the
+    program's own mistake, and words such as 'cannot' or 'module' must not make it one (heldout331)."""
     if not decision.bare or not sample:
         return decision
     guess = wordguess.guess(sample)
     if guess is None:
         return decision
     if guess.failure_class is FailureClass.SUCCESS and any(e.pattern == _NONZERO_EXIT for e in evidence):
+        return decision
+    if guess.failure_class is FailureClass.USER_ERROR and (held := _error_line_read(evidence, progress,
+                                                                                    tracebacks=True)) is not None \
+            and _speaks_of_infrastructure(held):
         return decision
     return _Decision(guess.failure_class, (), guess.reason, from_status=True)
 
