@@ -2587,6 +2587,22 @@ def test_a_hip_runtime_error_is_the_gpu_runtimes_not_the_programs(patterns: Patt
     assert verdict(tb, patterns).failure_class is not FailureClass.USER_ERROR
 
 
+def test_a_guess_of_user_error_never_overrules_an_error_line_held_back_as_the_infrastructures(
+        patterns: PatternSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the word counts say (here a guess forced to user_error at p=0.99, so the test does not hang on the
+    shipped counts): a bare log whose error line the last resort held back because it speaks of the infrastructure
+    (a GPU runtime's report) stays unknown and retryable; a bare log with no such line still takes the guess."""
+    from hotspare.evidence import wordguess
+
+    forced = wordguess.Guess(FailureClass.USER_ERROR, 0.99, ("cannot",), 10)
+    monkeypatch.setattr(wordguess, "guess", lambda sample, threshold=wordguess.THRESHOLD: forced)
+    hip = ('Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+           "RuntimeError: HIP error: the operation cannot be performed in the present state\n")
+    held = verdict(hip, patterns)
+    assert held.failure_class is FailureClass.UNKNOWN and held.retryable
+    assert verdict("step 1\nstep 2\ncannot go on\n", patterns).failure_class is FailureClass.USER_ERROR
+
+
 def test_custodian_that_corrected_a_failure_and_ran_on_is_a_success(patterns: PatternSet) -> None:
     """custodian starts another attempt only after its handlers corrected the error: a failure before the last
     'Starting job no. N (...) attempt no. M.' and its closing 'Run completed' at the log's end is a success
