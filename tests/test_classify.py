@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from hotspare import ExitStatus, FailureClass, Host, PatternSet, SchedulerFacts, classify, expand_hosts, scan
+from hotspare.evidence import wordguess
 from hotspare.evidence.classify import _RANK_PREFIX, Verdict
 
 SUNSPOT = "hsn.cm.sunspot.alcf.anl.gov"
@@ -2592,8 +2593,6 @@ def test_a_guess_of_user_error_never_overrules_an_error_line_held_back_as_the_in
     """Whatever the word counts say (here a guess forced to user_error at p=0.99, so the test does not hang on the
     shipped counts): a bare log whose error line the last resort held back because it speaks of the infrastructure
     (a GPU runtime's report) stays unknown and retryable; a bare log with no such line still takes the guess."""
-    from hotspare.evidence import wordguess
-
     forced = wordguess.Guess(FailureClass.USER_ERROR, 0.99, ("cannot",), 10)
     monkeypatch.setattr(wordguess, "guess", lambda sample, threshold=wordguess.THRESHOLD: forced)
     hip = ('Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
