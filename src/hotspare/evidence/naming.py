@@ -155,7 +155,9 @@ _PLACEHOLDER = re.compile(
     r"|(?:host|node)name[0-9]{1,2}"  # "hostname2", "nodename1": a document's numbered stand-ins for its hosts
     r"|machine(?:name)?"  # a bare "machine" as a prompt's or a label's host ("user@machine:~$") is a stand-in too
     r"|xyz"  # "user@XYZ:/tpch$": the stock stand-in for a name the poster kept back
-    r"|localhost(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+"
+    # "local" alone ("[LOCAL:25757] *** Process received signal ***", a paste whose hostname was replaced by LOCAL
+    # throughout, dealii/candi 119): the local machine's stand-in, as localhost; .local is a domain, never a node
+    r"|local(?:host)?(?:\.localdomain)?|ip|addr|address|none|null|unknown|n/?a|redacted|hidden|\.+"
     r"|[a-z]+[-_]x"  # "worker-X", "node_X": a name with X where its number goes
     r"|[a-z0-9._-]*[-_.]x{3,}[a-z]?",  # "worker-xxxxxxx": a real name's last part redacted with x's
     re.IGNORECASE,
