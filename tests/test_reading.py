@@ -91,7 +91,7 @@ def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[st
 @pytest.mark.parametrize("placeholder", [
     "xxxx", "XXXXX", "<hostname>", "NODE", "hostname", "node", "localhost", "0.0.0.0", "127.0.0.1", "...",  # noqa: S104
     "your-host", "<node>", "worker-X", "node_X", "vgcnbwc-worker-xxxxxxx", "gpu-node.xxxx", "XYZ",
-    "hostname2", "nodename1",
+    "hostname2", "nodename1", "LOCAL", "local",
     "mymachine.com", "yourhost.example.org", "hostname.domain", "node.cluster.local",  # a stand-in given a domain
 ])
 def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -> None:
