@@ -1173,6 +1173,9 @@ _NEXTFLOW_ABORTED = "nextflow.session_aborted"
 #: HTCondor's user-log eviction (event 004) and abort (event 009, condor_rm or a removal the DAGMan job's own
 #: removal set off): the id '(cluster.proc.subproc)' after the event number names the job both belong to.
 _CONDOR_EVICTED, _CONDOR_REMOVED = "htcondor.job_evicted", "htcondor.job_removed_condor_rm"
+#: A removal whose reason a user's tool gave ('... (by user NAME)' right under '009 ... Job was aborted.'): the
+#: reason line names no job, its 009 heading does (heldout614).
+_CONDOR_REMOVED_REASON, _CONDOR_ABORTED_HEADING = "htcondor.job_removed_by_user_reason", "htcondor.job_aborted_heading"
 _CONDOR_EVENT_JOB = re.compile(r"^0[0-9]{2} \(([0-9]+\.[0-9]+)\.[0-9]+\) ")
 
 
@@ -1192,9 +1195,13 @@ def _evicted_for_removal(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     if job is None:
         return False
     for e in evidence:
-        if e.pattern != _CONDOR_REMOVED or e.line <= ev.line:
+        if e.pattern not in (_CONDOR_REMOVED, _CONDOR_REMOVED_REASON) or e.line <= ev.line:
             continue
         other = _CONDOR_EVENT_JOB.match(e.text.lstrip("\t "))
+        if other is None and e.pattern == _CONDOR_REMOVED_REASON:
+            heading = next((h for h in evidence
+                            if h.pattern == _CONDOR_ABORTED_HEADING and 0 <= e.line - h.line <= 1), None)
+            other = _CONDOR_EVENT_JOB.match(heading.text.lstrip("\t ")) if heading is not None else None
         if other is not None and other.group(1) == job.group(1):
             return True
     return False
