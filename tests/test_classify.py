@@ -3289,6 +3289,20 @@ def test_condor_crash_is_placed_on_its_execute_host(patterns: PatternSet) -> Non
     assert not killed.blamed_hosts, killed.reason
 
 
+def test_a_condor_eviction_followed_by_a_users_removal_is_a_cancel(patterns: PatternSet) -> None:
+    """HTCondor logs a removed running job as an eviction (004) then its abort (009); a removal a user's tool asked
+    for carries its reason under the heading, ending '(by user NAME)' (heldout614): the eviction is the removal's
+    first step, not a preemption. The same eviction with no abort after it stays a preemption."""
+    evicted = ("004 (7858010.000.000) 2020-07-13 10:40:36 Job was evicted.\n"
+               "\t(0) CPU times\n\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Remote Usage\n")
+    removed = ("009 (7858010.000.000) 2020-07-13 10:40:36 Job was aborted.\n"
+               "\tShut down Jupyter notebook server (by user karpel)\n")
+    got = verdict(evicted + removed, patterns)
+    assert got.failure_class is FailureClass.CANCELLED, got.reason
+    alone = verdict(evicted, patterns)
+    assert alone.failure_class is FailureClass.PREEMPTED, alone.reason
+
+
 _IOR_END = ("Summary of all tests:\n"
             "write     5283179.91 5241637.38 5256845.52   15072.89 2641589.95 2620818.69 2628422.76    7536.44\n"
             "Finished            : Mon Jun 16 04:41:47 2025\n")
