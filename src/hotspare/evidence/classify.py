@@ -1262,6 +1262,16 @@ _SETUP_FILES = re.compile(
     r": No such file or directory")
 
 
+# The same of a failure inside an environment's activate or deactivate script itself, which the batch script
+# sources ('source activate env', conda before 4.4 and virtualenv: '<prefix>/bin/activate'): bash names the sourced
+# file in its report ('<env>/bin/activate: line 97: <env>/bin/conda: No such file or directory', then '[: =:
+# unary operator expected' as conda 4.3.30's shell/activate line 97 'if [ $("$_CONDA_DIR/conda" ..changeps1) = "1"
+# ]' runs without its conda; its own failures 'return 1' to the caller), and the script goes on without the
+# environment, so what the program then says decides, a cancellation too (heldout620: a Parsl pilot block's
+# broken env ahead of Slurm's CANCELLED).
+_SETUP_SCRIPTS = re.compile(r"(?:^|\s)\S*/bin/(?:de)?activate: line [0-9]+: ")
+
+
 # The same of an environment function a login shell exported and the job's bash could not import (bash's
 # variables.c: it parses BASH_FUNC_module%% and reports 'bash: module: line 1: syntax error: unexpected end of
 # file', then "error importing function definition for `module'"; 'BASH_FUNC_module(): line 0: ...' before the
@@ -1283,7 +1293,8 @@ def _setup_line(ev: Evidence) -> bool:
     """Whether ``ev`` says a job script's environment setup failed (see _SETUP_ONLY)."""
     return ev.pattern in _SETUP_ONLY or (
         ev.pattern == "python.script_command_error" and (
-            _SETUP_COMMANDS.search(ev.text) is not None or _SETUP_FILES.search(ev.text) is not None)) or (
+            _SETUP_COMMANDS.search(ev.text) is not None or _SETUP_FILES.search(ev.text) is not None
+            or _SETUP_SCRIPTS.search(ev.text) is not None)) or (
         ev.pattern == "python.shell_error" and _SETUP_FUNCTIONS.search(ev.text) is not None) or (
         ev.pattern == "generic.program_error_named" and _CONDA_SHELL_NOT_SET_UP.search(ev.text) is not None)
 
