@@ -2427,6 +2427,29 @@ def test_a_full_disk_met_by_the_gpu_core_dump_writer_is_not_the_jobs_storage_fau
     assert write.failure_class is FailureClass.TRANSIENT_IO
 
 
+def test_enospc_on_a_cgroupfs_write_is_not_a_full_disk(patterns: PatternSet) -> None:
+    """Slurm's cgroup plugin's 'write value ... to '/sys/fs/cgroup/...' failed: No space left on device' is the
+    kernel's answer for a cpuset with no CPUs (heldout632), not a full file system."""
+    cg = verdict("slurmstepd: error: common_file_write_uints: write value '39981' to "
+                 "'/sys/fs/cgroup/cpuset/slurm/uid_20006/job_6457/step_batch/cgroup.procs' failed: "
+                 "No space left on device\n"
+                 "slurmstepd: error: job_manager: exiting abnormally: Slurmd could not execve job\n", patterns)
+    assert cg.failure_class is not FailureClass.TRANSIENT_IO
+    disk = verdict("cp: error writing 'out/shard-3': No space left on device\n", patterns)
+    assert disk.failure_class is FailureClass.TRANSIENT_IO
+
+
+def test_a_submission_refusal_logged_as_a_warning_still_says_why(patterns: PatternSet) -> None:
+    """Autosubmit logs sbatch's stderr at its warning level (heldout632): the refusal, the only word on why, decides
+    once nothing else does."""
+    got = verdict("[WARNING] 2020-12-09 18:35:49,164 Command sbatch -D /x /x/a.cmd in mn-bsc32 warning: sbatch: "
+                  "error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's "
+                  "size and/or time limits)\n[ERROR] 2020-12-09 18:35:49,165 marenostrum4 submission failed\n",
+                  patterns)
+    assert got.failure_class is FailureClass.USER_ERROR
+    assert got.blamed_hosts == ()
+
+
 def test_flux_mpi_abort_made_by_mpichs_fatal_handler_yields_to_the_stack(patterns: PatternSet) -> None:
     """Flux's 'MPI_Abort: ...' exception beside MPICH's fatal-error header is the library's abort: the error stack's
     own line decides (an OFI poll that failed is the network); without the header it is the program's own stop."""

@@ -469,13 +469,24 @@ _TRANSPORT_STATUS = re.compile(r"(?:\bUCX +(?:ERROR|FATAL|WARN|DIAG)\b|\] +[a-z_
 #: ended: the fault decides, not the file system (heldout280).
 _GPU_CORE_DUMP_WRITE = re.compile(r"\bFailed to allocate file: ")
 
+#: A write into the cgroup file system refused with ENOSPC: the kernel's answer for a cpuset cgroup with no CPUs or
+#: memory nodes assigned, or a memory controller out of cgroup ids, never a full disk. Slurm's cgroup plugin prints
+#: it as error("%s: write value '%s' to '%s' failed: %m", ...) with the control file's path (SchedMD/slurm
+#: src/plugins/cgroup/common/cgroup_common.c common_file_write_uints/_content, read at 284c3b95f0), e.g. 'write
+#: value '39981' to '/sys/fs/cgroup/cpuset/slurm/uid_N/job_N/step_batch/cgroup.procs' failed: No space left on
+#: device' before slurmstepd's 'exiting abnormally: Slurmd could not execve job' (heldout632). The node's cgroup set-up
+#: failed; what kind, the line does not say.
+_CGROUPFS_WRITE = re.compile(r"/sys/fs/cgroup/")
+
 
 def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`) or on the GPU
-    core dump writer's (see :data:`_GPU_CORE_DUMP_WRITE`)."""
+    """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`), on the GPU
+    core dump writer's (see :data:`_GPU_CORE_DUMP_WRITE`) or on a write into the cgroup file system
+    (see :data:`_CGROUPFS_WRITE`)."""
     return tuple(e for e in evidence
                  if not (e.failure_class is FailureClass.TRANSIENT_IO
-                         and (_TRANSPORT_STATUS.search(e.text) or _GPU_CORE_DUMP_WRITE.search(e.text))))
+                         and (_TRANSPORT_STATUS.search(e.text) or _GPU_CORE_DUMP_WRITE.search(e.text)
+                              or _CGROUPFS_WRITE.search(e.text))))
 
 
 # AMReX's signal handler (Src/Base/AMReX_BLBackTrace.cpp BLBackTrace::handler) prints the signal it caught alone on a
@@ -1379,9 +1390,22 @@ def _network_warning(ev: Evidence) -> bool:
         _logged_warning(ev) or _WARNING_OPENS.search(ev.text) is not None)
 
 
+#: A scheduler's refusal of the submission itself: the job never ran, so a workflow manager that logs the
+#: command's stderr at its warning level has not gone on past it. Autosubmit prints every stderr line of a
+#: submit command as Log.printlog(f'Command {command} in {self.host} warning: {self._ssh_output_err}', 6006), code
+#: 6006 a warning (BSC-ES/autosubmit autosubmit/platforms/paramiko_platform.py, read at e4254d0d), then '[ERROR]
+#: <platform> submission failed' (heldout632).
+_SUBMIT_REFUSALS = frozenset({"slurm.unable_to_allocate"})
+
+
 def _warned(evidence: tuple[Evidence, ...]) -> _Decision | None:
     """The first network warning (see :func:`_network_warning`), once nothing else decided: the trouble the log
-    shows, as a last word."""
+    shows, as a last word. Before it, a submission refusal logged at a warning level (see
+    :data:`_SUBMIT_REFUSALS`): the job was never submitted."""
+    refused = next((e for e in evidence if e.pattern in _SUBMIT_REFUSALS and e.role is Role.ROOT), None)
+    if refused is not None:
+        return _Decision(refused.failure_class, (), f"{refused.pattern} at line {refused.line}, logged as a warning, "
+                         f"and no other line says why: {refused.text[:120]}", from_status=True, line=refused.line)
     ev = next((e for e in evidence if _network_warning(e)), None)
     if ev is None:
         return None
