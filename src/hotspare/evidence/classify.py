@@ -2059,7 +2059,11 @@ def _signal_death(
     tied = _rank_exit_host(first, usable) if not hosted and ranked else []
     ended = _ended_first(usable) if not hosted and not ranked else []
     coded = _exit_code_host(first, usable) if not hosted and not ranked else []
-    if not hosted and (ran := tied if ranked else (_only_host(usable, prompt=False) or ended or coded)):
+    # mpirun's count of processes that failed to start: the ranks never ran, so the one host the log names (where
+    # the batch job ran) is no rank's crash site (orte_quit.c's '%d total processes failed to start'; heldout630).
+    unstarted = any(e.pattern == _PROCS_NOT_STARTED for e in evidence)
+    only = [] if unstarted else _only_host(usable, prompt=False)
+    if not hosted and (ran := tied if ranked else (only or ended or coded)):
         place = ran[0]
         assert place.host is not None
         where = ("where the launcher says that rank ended" if tied
@@ -2343,6 +2347,10 @@ def _same_petsc_rank(root: Evidence, usable: tuple[Evidence, ...]) -> tuple[Evid
         return usable
     return tuple(e for e in usable
                  if (other := _PETSC_RANK.match(e.text)) is None or other.group(1) == own.group(1))
+
+
+#: Open MPI's closing count of processes it could not start (openmpi.total_procs_failed_to_start).
+_PROCS_NOT_STARTED = "openmpi.total_procs_failed_to_start"
 
 
 def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evidence]:
