@@ -3329,6 +3329,22 @@ def test_a_condor_eviction_followed_by_a_users_removal_is_a_cancel(patterns: Pat
     assert alone.failure_class is FailureClass.PREEMPTED, alone.reason
 
 
+_LSF_REPORT_134 = ("Sender: LSF System <lsfadmin@b07u32a>\n"
+                   "Subject: Job 204757: <hpcx-xbx> in cluster <qmhpc> Exited\n\n"
+                   "Job was executed on host(s) <24*b07u32a>, in queue <ssc-cpu>, as user <apac4> in cluster <qmhpc>"
+                   " at Sun Sep 22 02:34:02 2024\n"
+                   "Exited with exit code 134.\n")
+
+
+def test_processes_that_never_started_put_no_crash_on_the_jobs_host(patterns: PatternSet) -> None:
+    """An LSF report's exit 134 with the one host the job ran on is put there; after mpirun's '72 total processes
+    failed to start' (orte_quit.c) the ranks never ran, so no host is the crash site (heldout630)."""
+    ran = verdict(_LSF_REPORT_134, patterns)
+    assert names(ran.blamed_hosts) == ["b07u32a"], ran.reason
+    unstarted = verdict("72 total processes failed to start\n\n" + _LSF_REPORT_134, patterns)
+    assert not unstarted.blamed_hosts and not unstarted.exclude_hosts, unstarted.reason
+
+
 _IOR_END = ("Summary of all tests:\n"
             "write     5283179.91 5241637.38 5256845.52   15072.89 2641589.95 2620818.69 2628422.76    7536.44\n"
             "Finished            : Mon Jun 16 04:41:47 2025\n")
