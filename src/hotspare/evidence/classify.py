@@ -1403,7 +1403,7 @@ def _warned(evidence: tuple[Evidence, ...]) -> _Decision | None:
     shows, as a last word. Before it, a submission refusal logged at a warning level (see
     :data:`_SUBMIT_REFUSALS`): the job was never submitted."""
     refused = next((e for e in evidence if e.pattern in _SUBMIT_REFUSALS and e.role is Role.ROOT), None)
-    if refused is not None:
+    if refused is not None and refused.failure_class is not None:
         return _Decision(refused.failure_class, (), f"{refused.pattern} at line {refused.line}, logged as a warning, "
                          f"and no other line says why: {refused.text[:120]}", from_status=True, line=refused.line)
     ev = next((e for e in evidence if _network_warning(e)), None)
