@@ -3394,3 +3394,27 @@ def test_sigusr2_is_lsfs_run_limit_only_in_an_lsf_jobs_log(patterns: PatternSet)
     assert lsf.failure_class is FailureClass.WALLTIME, lsf.reason
     assert not lsf.blamed_hosts and not lsf.exclude_hosts
     assert verdict(usr2, patterns).failure_class is not FailureClass.WALLTIME
+
+
+_OMPI_ABORT_BANNER = ("--------------------------------------------------------------------------\n"
+                      "MPI_ABORT was invoked on rank 15 in communicator MPI_COMM_WORLD\n"
+                      "with errorcode 1.\n\n"
+                      "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+                      "--------------------------------------------------------------------------\n")
+_RANK_TRACEBACK = ("Traceback (most recent call last):\n"
+                   '  File "/work/bench/md_pair.py", line 34, in <module>\n'
+                   "    sim.run(steps)\n")
+
+
+def test_an_mpi_abort_made_by_an_interrupt_is_a_cancel(patterns: PatternSet) -> None:
+    """An excepthook answers every uncaught exception with MPI_Abort, a KeyboardInterrupt too: under Open MPI's
+    banner, ranks whose tracebacks end in KeyboardInterrupt were interrupted (heldout634, mpirun forwarding a
+    signal), a cancellation wherever the banner landed; the same banner over a TypeError stays the user's error."""
+    interrupted = verdict("mpirun: Forwarding signal 18 to job\n" + _OMPI_ABORT_BANNER + _RANK_TRACEBACK
+                          + "KeyboardInterrupt\nKeyboardInterrupt\n", patterns)
+    assert interrupted.failure_class is FailureClass.CANCELLED, interrupted.reason
+    assert not interrupted.blamed_hosts and not interrupted.exclude_hosts, interrupted.reason
+    banner_last = verdict(_RANK_TRACEBACK + "KeyboardInterrupt\n" + _OMPI_ABORT_BANNER, patterns)
+    assert banner_last.failure_class is FailureClass.CANCELLED, banner_last.reason
+    mistake = verdict(_OMPI_ABORT_BANNER + _RANK_TRACEBACK + "TypeError: unsupported operand type(s)\n", patterns)
+    assert mistake.failure_class is FailureClass.USER_ERROR, mistake.reason

@@ -823,7 +823,8 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
                 or _killed_says_more(ev, evidence)
                 or _halted_at_lost_worker(ev, evidence) or _halted_without_error(ev, evidence)
                 or _error_after_lost_cores(ev, evidence)
-                or _r_error_relays_fault(ev, evidence) or _library_fatal_abort(ev, evidence)):
+                or _r_error_relays_fault(ev, evidence) or _library_fatal_abort(ev, evidence)
+                or _aborted_on_interrupt(ev, evidence)):
             # The MPI_Abort a crash handler calls (Charm++, PETSc): the crash came first and decides. The job went
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
@@ -1715,6 +1716,25 @@ def _library_fatal_abort(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     stack's header within _FATAL_HEADER_LINES of it): the library's report of a failed call, not the program's."""
     return ev.pattern == _SHELL_PMI_ABORT and any(
         e.pattern in _MPICH_FATAL_HEADERS and abs(e.line - ev.line) <= _FATAL_HEADER_LINES for e in evidence)
+
+
+#: The program's own words that it was interrupted (Python's KeyboardInterrupt, as its traceback ends or as a handler
+#: logged its repr; Julia's InterruptException). Excepthooks answer an uncaught exception with MPI_Abort, an
+#: interrupt too: mpi4py's `python -m mpi4py` runner (src/mpi4py/run.py set_abort_status: MPI.COMM_WORLD.Abort at
+#: Python's exit for an unhandled exception, status 128 + SIGINT for a KeyboardInterrupt in newer releases), and
+#: codes' own hooks alike. So an interrupt forwarded to every rank (Ctrl-C, or mpirun relaying a signal a batch
+#: system sent it) reaches the log as the launcher's MPI_ABORT banner around the tracebacks: the banner is how the
+#: interrupt ended the run.
+_INTERRUPTS = frozenset({"python.keyboard_interrupt", "python.keyboard_interrupt_repr",
+                         "kernel.julia_interrupt_exception"})
+_MPI_ABORT_BANNERS = _ABORTS_JOB | {"msmpi.rank_called_mpi_abort"}
+
+
+def _aborted_on_interrupt(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is a launcher's word that a rank called MPI_Abort in a log where the program says it was
+    interrupted (:data:`_INTERRUPTS`): the abort is the interrupt's consequence, and the interrupt decides (a
+    cancellation), wherever the launcher's banner landed in the merged output (heldout634)."""
+    return ev.pattern in _MPI_ABORT_BANNERS and any(e.pattern in _INTERRUPTS for e in evidence)
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
