@@ -3418,3 +3418,18 @@ def test_an_mpi_abort_made_by_an_interrupt_is_a_cancel(patterns: PatternSet) -> 
     assert banner_last.failure_class is FailureClass.CANCELLED, banner_last.reason
     mistake = verdict(_OMPI_ABORT_BANNER + _RANK_TRACEBACK + "TypeError: unsupported operand type(s)\n", patterns)
     assert mistake.failure_class is FailureClass.USER_ERROR, mistake.reason
+
+
+_UCX_QUERY_ERRNO = ("[1728044825.539698] [b03u18a:184672:0]       ib_verbs.h:84   UCX  ERROR "
+                    "ibv_exp_query_device(mlx5_0) returned 38: No space left on device\n")
+
+
+def test_errno_words_of_a_verbs_call_are_no_full_disk(patterns: PatternSet) -> None:
+    """UCX logs a verbs call's return value and then %m, a stale errno's words: every rank's 'returned 38: No space
+    left on device' at start-up, in an LSF job that then completed, is no full file system (heldout639). A full disk
+    said by the program itself still decides."""
+    done = verdict(_UCX_QUERY_ERRNO * 3 + "Running benchmark\n\nSuccessfully completed.\n", patterns)
+    assert done.failure_class is FailureClass.SUCCESS, done.reason
+    full = verdict(_UCX_QUERY_ERRNO + "OSError: [Errno 28] No space left on device: '/scratch/ckpt/step_40.pt'\n",
+                   patterns)
+    assert full.failure_class is FailureClass.TRANSIENT_IO, full.reason
