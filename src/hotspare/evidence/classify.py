@@ -202,6 +202,7 @@ def classify(
         _exit_zero(status, evidence)
         or _killed_by_hand(evidence)
         or _hydra_banners_killed_alike(evidence)
+        or _own_error_below_kill_banners(evidence)
         or _node_fault(usable, members, facts)
         or _mpd_job_wide_kill(evidence)
         or _finished_after_numerics(status, evidence, lines)
@@ -732,6 +733,42 @@ def _hydra_banners_killed_alike(evidence: tuple[Evidence, ...]) -> _Decision | N
 
 #: Hydra banners that report a rank's own crash or another exit: with one of them the SIGKILLs are the clean-up.
 _BANNER_OTHER = frozenset({"hydra.bad_termination_crash"})
+
+#: A rank's own error that names no host and decides below Hydra's SIGKILL banners (see below).
+_BELOW_BANNERS = (FailureClass.USER_ERROR, FailureClass.TRANSIENT_IO)
+
+
+def _own_error_below_kill_banners(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """Two or more Hydra banners that all say SIGKILL (no crash, no other exit), nothing deciding above them, and
+    below them a rank's own error of a class that names no host (the program's input or path fault, a full or
+    failing file system): the banners are the clean-up's kill (mpiexec kills the rest with SIGKILL, Intel MPI's
+    I_MPI_JOB_ABORT_SIGNAL default 9) and the error is what the rank said before it ended, printed below them when
+    the job's stderr is appended after its stdout (a wrapper that copies the two streams one after the other, as
+    DIRAC's pam 'below this line is the stderr stream'; heldout642: 'forrtl: Is a directory' below three banners).
+    As _hydra_banners_killed_alike with the rank's error above the banners: the first banner is no origin."""
+    banners = [e for e in evidence if e.pattern == _BANNER_KILLED]
+    if sum(e.count for e in banners) < 2 or any(e.pattern in _BANNER_OTHER for e in evidence):
+        return None
+    first = min(e.line for e in banners)
+    if any(e.role is Role.ROOT and e.failure_class is not None
+           and (e.line < first or e.failure_class not in (*_KILLS, *_BELOW_BANNERS)) for e in evidence):
+        return None
+    own = next((e for e in sorted(evidence, key=lambda e: e.line) if e.line > first and e.role is Role.ROOT
+                and e.failure_class in _BELOW_BANNERS and e.host is None and not e.pattern.startswith("hydra.")),
+               None)
+    if own is not None:
+        why = (f"{own.pattern} at line {own.line}, below Hydra's banners that report every rank they list killed by"
+               f" signal 9: the clean-up's kill after the rank's own error names no failed node")
+        return _Decision(own.failure_class, (), why, nobody=True, line=own.line)
+    # A rank's own crash report below them ('forrtl: severe (71): integer divide by zero'): the rank died of its own
+    # signal and the SIGKILLs are the clean-up's, so no banner's host is a SIGKILLed node to evict.
+    crash = next((e for e in sorted(evidence, key=lambda e: e.line) if e.line > first and e.host is None
+                  and e.failure_class in _KILLS and not e.pattern.startswith("hydra.")), None)
+    if crash is None:
+        return None
+    why = (f"{crash.pattern} at line {crash.line}, below Hydra's banners that report every rank they list killed by"
+           f" signal 9: a rank's own crash, then the clean-up's kill")
+    return _Decision(FailureClass.RANK_KILLED, (), why, crash=True, line=crash.line)
 
 
 def _all_hosts_killed(
