@@ -483,8 +483,9 @@ _CGROUPFS_WRITE = re.compile(r"/sys/fs/cgroup/")
 #: %d: %m", ...) and its ibv_query_device_ex / ibv_query_device twins (openucx/ucx src/uct/ib/base/ib_verbs.h, v1.8.0
 #: to v1.10.0). The number is the verbs call's return code; %m prints whatever errno held, so the strerror after it
 #: ('returned 38: No space left on device' from HPC-X on a node whose driver lacks the experimental verbs, heldout646)
-#: says nothing of a file system. UCX then skips the device; what ends the job is read elsewhere.
-_VERBS_DEVICE_QUERY = re.compile(r"\bUCX +ERROR +ibv_(?:exp_)?query_device(?:_ex)?\([^)\n]*\) returned -?[0-9]+: ")
+#: says nothing of a file system. UCX then skips the device; what ends the job is read elsewhere. ib_device.c's
+#: 'ibv_query_port() returned %d: %m' is the same form (openucx/ucx 9466d104a3), so any verbs call's is read alike.
+_VERBS_DEVICE_QUERY = re.compile(r"\bUCX +[A-Z]+ +ibv_[a-z_]+\([^()\n]*\) returned -?[0-9]+: ")
 
 
 def _without_transport_status(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
@@ -873,7 +874,6 @@ def _first_root(evidence: tuple[Evidence, ...], progress: Progress | None) -> _D
             # on working after the error until the scheduler stopped it: the stop decides.
             continue
         if (_setup_line(ev) or _runtime_exit_io(ev, evidence) or _lost_after_stop(ev, evidence)
-                or _errno_words_of_a_verbs_call(ev)
                 or (ev.failure_class is FailureClass.NETWORK and _heap_abort_before(ev, evidence))):
             # glibc found the heap corrupt and aborted the process first: the connection errors reported after it
             # are how it and its peers went down, not a network fault. Signal deaths are read by what comes first.
@@ -1780,23 +1780,6 @@ def _aborted_on_interrupt(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     interrupted (:data:`_INTERRUPTS`): the abort is the interrupt's consequence, and the interrupt decides (a
     cancellation), wherever the launcher's banner landed in the merged output (heldout634)."""
     return ev.pattern in _MPI_ABORT_BANNERS and any(e.pattern in _INTERRUPTS for e in evidence)
-
-
-#: UCX's report that a verbs call into the InfiniBand device failed: its return value, then glibc's %m (strerror of
-#: errno). ib_verbs.h's query wrappers log ucs_error("ibv_exp_query_device(%s) returned %d: %m") (openucx/ucx at
-#: a781a75f50^, line 87), 'ibv_query_device_ex(%s) returned %d: %m' and 'ibv_query_device(%s) returned %d: %m'
-#: (9466d104a3), ib_device.c 'ibv_query_port() returned %d: %m'. These calls return the error number and leave errno
-#: alone, so the words are whatever errno held before: 'returned 38: No space left on device' (ENOSPC is 28) at every
-#: rank's start on a cluster whose driver lacks the experimental query, while UCX goes on with another device.
-_VERBS_CALL_ERRNO = re.compile(r"\bUCX +[A-Z]+ +ibv_[a-z_]+\([^()\n]*\) returned -?[0-9]+: ")
-_ERRNO_WORD_CLASSES = frozenset({FailureClass.TRANSIENT_IO, FailureClass.OOM})
-
-
-def _errno_words_of_a_verbs_call(ev: Evidence) -> bool:
-    """Whether ``ev`` reads errno words (a full disk, no memory) in UCX's line for a verbs call's return value
-    (:data:`_VERBS_CALL_ERRNO`): the words are a stale errno's, not the call's error, nor a file system's or memory's
-    (heldout639: LSF jobs whose every rank printed it, then completed successfully)."""
-    return ev.failure_class in _ERRNO_WORD_CLASSES and _VERBS_CALL_ERRNO.search(ev.text) is not None
 
 
 def _killed_says_more(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
