@@ -2382,6 +2382,9 @@ _RAN_ON_LINES = frozenset({
     # srun's report of how a node's tasks ended ('srun: error: H: tasks 0-3: Killed', Slurm src/srun/launch.c
     # _task_finish): the step's tasks ran on H. Only ever read when H is the one host the log names.
     "slurm.srun_tasks_killed",
+    # uname's output line ('Linux H 5.15.0-91-generic ... x86_64 GNU/Linux', coreutils src/uname.c): a CI job or a
+    # script printing where it runs, as a pasted prompt's host does.
+    "generic.uname_nodename_host",
 })
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
