@@ -764,7 +764,7 @@ def _own_error_below_kill_banners(evidence: tuple[Evidence, ...]) -> _Decision |
     own = next((e for e in sorted(evidence, key=lambda e: e.line) if e.line > first and e.role is Role.ROOT
                 and e.failure_class in _BELOW_BANNERS and e.host is None and not e.pattern.startswith("hydra.")),
                None)
-    if own is not None:
+    if own is not None and own.failure_class is not None:
         why = (f"{own.pattern} at line {own.line}, below Hydra's banners that report every rank they list killed by"
                f" signal 9: the clean-up's kill after the rank's own error names no failed node")
         return _Decision(own.failure_class, (), why, nobody=True, line=own.line)
