@@ -2855,6 +2855,21 @@ def test_a_terminate_report_whose_message_is_the_programs_own_error_is_no_crash(
     assert crash.failure_class is FailureClass.RANK_KILLED, crash.reason
 
 
+
+def test_a_terminate_whose_what_line_is_a_watchdog_timeout_is_that_timeouts_abort(patterns: PatternSet) -> None:
+    """PyTorch before 2.2 threw the NCCL watchdog's timeout as a std::runtime_error: libstdc++'s terminate line, then
+    its what() line with the timeout, then torchrun's SIGTERMs (snap-research/discoscene#5, heldout659). The abort
+    is how the timed-out rank stops, so the timeout decides (network), not a crash first."""
+    text = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=806, OpType=BROADCAST, "
+            "Timeout(ms)=1800000) ran for 1801027 milliseconds before timing out.\n"
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 561635 closing signal SIGTERM\n")
+    got = verdict(text, patterns)
+    assert got.failure_class is FailureClass.NETWORK and got.blamed_hosts == (), got.reason
+    crash = verdict("terminate called after throwing an instance of 'std::runtime_error'\n"
+                    "  what():  bad header in input deck\n", patterns)
+    assert crash.failure_class is FailureClass.RANK_KILLED, crash.reason
+
 _CASTRO_ABORTS = "".join(f"amrex::Abort::{rank}::State has NaNs in the density component::check_for_nan() !!!\n"
                          for rank in (23, 30, 38, 43, 47))
 

@@ -1975,8 +1975,8 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
     --kill-on-bad-exit cancelled the step, even when slurmstepd's line reached stderr before srun's (heldout456)."""
     srun_teardown = False
     for ev in evidence:
-        if _cancel_of_crashed_step(ev, evidence):
-            continue
+        if _cancel_of_crashed_step(ev, evidence) or _terminate_of_cascade(ev, evidence):
+            continue  # (the abort that reports the consequence below it is that consequence's own stop)
         if ev.host_means is HostMeaning.ORIGIN and ev.role is Role.CONTEXT:
             return None
         if ev.pattern == _SRUN_TEARDOWN and _SRUN_TERMINATING in ev.text:
@@ -2112,7 +2112,8 @@ def _signal_death(
         return decision
     teardown = next((e.line for e in evidence if (e.role is Role.CASCADE or e.pattern in _TEARDOWN)
                      and not _cancel_of_crashed_step(e, evidence)), None)
-    crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)]
+    crashes = [e for e in evidence if _is_crash(e) and (teardown is None or e.line < teardown)
+               and not _terminate_of_cascade(e, evidence)]
     if decision.failure_class in (FailureClass.USER_ERROR, FailureClass.CANCELLED) and decision.line is not None:
         # A program's own fatal error explains the abort that follows it (its way to stop); a crash before it
         # explains the error (a crash handler's message). A user's Ctrl-C explains the signals its ranks report
@@ -2301,6 +2302,16 @@ def _terminate_reports(crash: Evidence, line: int | None) -> bool:
     the abort() the handler calls after it is how the process stops, not a crash of its own."""
     return (line is not None and _TERMINATE.search(crash.text) is not None
             and 0 < line - crash.line <= _TERMINATE_REPORT_LINES)
+
+
+def _terminate_of_cascade(crash: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``crash`` is libstdc++'s terminate line whose own '  what():  ' line, right below it, is a consequence
+    of another rank's failure (a cascade line: PyTorch before 2.2 threw the watchdog's timeout as a std::runtime_error,
+    "terminate called after throwing an instance of 'std::runtime_error'" then "  what():  [Rank 7] Watchdog caught
+    collective operation timeout: ...", ncclCommWatchdog's uncaught exception). The handler only reports that
+    exception and calls abort(): the abort is how the timed-out rank stops, not a crash of its own (heldout659)."""
+    return _TERMINATE.search(crash.text) is not None and any(
+        e.role is Role.CASCADE and e.line == crash.line + 1 and _TERMINATE_WHAT.search(e.text) for e in evidence)
 
 
 #: Kokkos's last line of an exception's message when built without stack traces (throw_runtime_exception appends
