@@ -2941,7 +2941,10 @@ _FINISHED_LINES = 3
 #: 'ray start' follows 'Ray runtime started.' with its dashed rule and, on a head, its 'Next steps' block (how to add
 #: a node, connect, submit a job, stop Ray, view the status and the dashboard: some 25 lines; python/ray/scripts/
 #: scripts.py start(), ray 2.9.3, heldout466).
+#: VASP's ' General timing and accounting informations for this job:' in OUTCAR is followed by its run totals, a
+#: rule and about a dozen lines to 'Voluntary context switches' (heldout656).
 _CLOSING_REPORT_LINES = {"dealii.aspect_termination_requested": 80, "mlperf.run_stop_success": 8,
+                         "generic.vasp_general_timing": 20,
                          "ray.start_runtime_started": 30}
 #: Finished lines whose pattern spells the whole line, numbers aside: no room for words that take them back, and
 #: their own fixed words are not a failure's (MPICH's cpi prints 'pi is approximately %.16f, Error is %.16f', the
