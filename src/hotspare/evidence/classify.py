@@ -761,17 +761,16 @@ def _own_error_below_kill_banners(evidence: tuple[Evidence, ...]) -> _Decision |
     if any(e.role is Role.ROOT and e.failure_class is not None
            and (e.line < first or e.failure_class not in (*_KILLS, *_BELOW_BANNERS)) for e in evidence):
         return None
-    own = next((e for e in sorted(evidence, key=lambda e: e.line) if e.line > first and e.role is Role.ROOT
-                and e.failure_class in _BELOW_BANNERS and e.host is None and not e.pattern.startswith("hydra.")),
-               None)
+    below = [e for e in sorted(evidence, key=lambda e: e.line)
+             if e.line > first and e.host is None and not e.pattern.startswith("hydra.")]
+    own = next((e for e in below if e.role is Role.ROOT and e.failure_class in _BELOW_BANNERS), None)
     if own is not None and own.failure_class is not None:
         why = (f"{own.pattern} at line {own.line}, below Hydra's banners that report every rank they list killed by"
                f" signal 9: the clean-up's kill after the rank's own error names no failed node")
         return _Decision(own.failure_class, (), why, nobody=True, line=own.line)
     # A rank's own crash report below them ('forrtl: severe (71): integer divide by zero'): the rank died of its own
     # signal and the SIGKILLs are the clean-up's, so no banner's host is a SIGKILLed node to evict.
-    crash = next((e for e in sorted(evidence, key=lambda e: e.line) if e.line > first and e.host is None
-                  and e.failure_class in _KILLS and not e.pattern.startswith("hydra.")), None)
+    crash = next((e for e in below if e.failure_class in _KILLS), None)
     if crash is None:
         return None
     why = (f"{crash.pattern} at line {crash.line}, below Hydra's banners that report every rank they list killed by"
