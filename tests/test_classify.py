@@ -3541,3 +3541,14 @@ def test_vasps_timing_report_is_its_closing_word(patterns: PatternSet) -> None:
                   "                 Voluntary context switches:         2005\n", patterns)
     assert got.failure_class is FailureClass.SUCCESS, got.reason
     assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort
+
+
+def test_psm2s_glued_label_does_not_hide_its_request_descriptor_exhaustion(patterns: PatternSet) -> None:
+    """PSM2 glues its '<host>.<pid>' label to the message with no separator (psmi_handle_error); its 'Exhausted N MQ
+    irecv request descriptors' below Hydra's SIGKILL clean-up banners is the program's own error (heldout673): no
+    banner's host is blamed or evicted."""
+    banners = "".join(_hydra_killed_banner(rank, "n02p021") for rank in (0, 8, 9))
+    got = verdict(banners + "n02p021.215417Exhausted 1048576 MQ irecv request descriptors, which usually indicates a "
+                  "user program error or insufficient request descriptors (PSM2_MQ_RECVREQS_MAX=1048576)\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.blamed_hosts and not got.exclude_hosts, got.reason
