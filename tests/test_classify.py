@@ -3541,3 +3541,16 @@ def test_vasps_timing_report_is_its_closing_word(patterns: PatternSet) -> None:
                   "                 Voluntary context switches:         2005\n", patterns)
     assert got.failure_class is FailureClass.SUCCESS, got.reason
     assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort
+
+
+def test_python2s_ioerror_permission_denied_is_the_runs_own_path(patterns: PatternSet) -> None:
+    """Python 2 names EACCES IOError (open) or OSError (os calls), not PermissionError (PEP 3151 came with 3.3):
+    'IOError: [Errno 13] Permission denied: <path>' on the run's own output path is its setup's fault, as Python 3's
+    PermissionError is (marbl/SALSA issue 73, heldout668)."""
+    got = verdict("bedfile loaded\nTraceback (most recent call last):\n"
+                  "  File \"/apps/salsa/bin/correct.py\", line 105, in <module>\n"
+                  "    olens = open(sys.argv[4]+'/scaffold_length_iteration_1','w')\n"
+                  "IOError: [Errno 13] Permission denied: 'data/salsa/scaffold_length_iteration_1'\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.retryable, got.reason
+    assert "a guess from the words" not in got.reason, got.reason
