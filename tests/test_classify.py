@@ -3552,3 +3552,16 @@ def test_psm2s_glued_label_does_not_hide_its_request_descriptor_exhaustion(patte
                   "user program error or insufficient request descriptors (PSM2_MQ_RECVREQS_MAX=1048576)\n", patterns)
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
     assert not got.blamed_hosts and not got.exclude_hosts, got.reason
+
+
+def test_python2s_ioerror_permission_denied_is_the_runs_own_path(patterns: PatternSet) -> None:
+    """Python 2 names EACCES IOError (open) or OSError (os calls), not PermissionError (PEP 3151 came with 3.3):
+    'IOError: [Errno 13] Permission denied: <path>' on the run's own output path is its setup's fault, as Python 3's
+    PermissionError is (marbl/SALSA issue 73, heldout668)."""
+    got = verdict("bedfile loaded\nTraceback (most recent call last):\n"
+                  "  File \"/apps/salsa/bin/correct.py\", line 105, in <module>\n"
+                  "    olens = open(sys.argv[4]+'/scaffold_length_iteration_1','w')\n"
+                  "IOError: [Errno 13] Permission denied: 'data/salsa/scaffold_length_iteration_1'\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.retryable, got.reason
+    assert "a guess from the words" not in got.reason, got.reason
