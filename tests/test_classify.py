@@ -3565,3 +3565,24 @@ def test_python2s_ioerror_permission_denied_is_the_runs_own_path(patterns: Patte
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
     assert not got.retryable, got.reason
     assert "a guess from the words" not in got.reason, got.reason
+
+
+def test_dltutorials_optimization_complete_is_its_closing_word(patterns: PatternSet) -> None:
+    """The Theano Deep Learning Tutorials' training loops end on 'Optimization complete with best validation score
+    of ... with test performance ...' and their timing line (lisa-lab/DeepLearningTutorials code/SdA.py): a Slurm
+    output that closes on it finished (cancel5_heldout669), read by the rule and not left to the words guess."""
+    got = verdict("epoch 330, minibatch 120/120, validation error 5.716667 %\n"
+                  "epoch 331, minibatch 120/120, validation error 5.716667 %\n"
+                  "Optimization complete with best validation score of 5.666667 %, on iteration 36960, with test "
+                  "performance 5.666667 %\n"
+                  "The training code for file  ran for 330.08m\n", patterns)
+    assert got.failure_class is FailureClass.SUCCESS, got.reason
+    assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort
+    cut = verdict("epoch 330, minibatch 120/120, validation error 5.716667 %\n"
+                  "Optimization complete with best validation score of 5.666667 %, on iteration 36960, with test "
+                  "performance 5.666667 %\n"
+                  "Traceback (most recent call last):\n"
+                  "  File \"SdA.py\", line 480, in <module>\n"
+                  "    test_SdA()\n"
+                  "IndexError: list index out of range\n", patterns)
+    assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
