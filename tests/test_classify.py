@@ -3586,3 +3586,55 @@ def test_dltutorials_optimization_complete_is_its_closing_word(patterns: Pattern
                   "    test_SdA()\n"
                   "IndexError: list index out of range\n", patterns)
     assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
+
+
+_OPENIB_WARNING = ("--------------------------------------------------------------------------\n"
+                   "WARNING: There was an error initializing an OpenFabrics device.\n\n"
+                   "  Local host:   {host}\n"
+                   "  Local device: mlx5_0\n"
+                   "--------------------------------------------------------------------------\n")
+_FORRTL_SEGV = ("forrtl: severe (174): SIGSEGV, segmentation fault occurred\n"
+                "Image              PC                Routine            Line        Source\n"
+                "dirac.x            0000000001F37A9A  Unknown               Unknown  Unknown\n"
+                "--------------------------------------------------------------------------\n"
+                "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+                "the job to be terminated. The first process to do so was:\n\n"
+                "  Process name: [[20067,1],0]\n"
+                "  Exit code:    174\n")
+
+
+def _prefixed(text: str, prefix: str) -> str:
+    return "".join(prefix + line for line in text.splitlines(keepends=True))
+
+
+def test_openib_warnings_local_host_places_a_hostless_crash(patterns: PatternSet) -> None:
+    """Open MPI 4.x's openib start-up warning names the node of the process that printed it ('Local host: H',
+    help-mpi-btl-openib.txt [error in device init]); an Intel Fortran crash whose line names no host happened there
+    when it is the one host the log names (heldout667). A crash, so nothing is evicted."""
+    got = verdict(_OPENIB_WARNING.format(host="n0259") + _FORRTL_SEGV, patterns)
+    assert got.failure_class is FailureClass.RANK_KILLED, got.reason
+    assert names(got.blamed_hosts) == ["n0259"], got.reason
+    assert not got.exclude_hosts, got.reason
+    # Two ranks' warnings on two nodes say nothing of which one crashed.
+    two = verdict(_OPENIB_WARNING.format(host="n0259") + _OPENIB_WARNING.format(host="n0260") + _FORRTL_SEGV, patterns)
+    assert not two.blamed_hosts, two.reason
+    # mpirun's count of the other processes that printed it hides their 'Local host:' rows (show_help aggregation):
+    # the one shown is the first process's node only (heldout138, heldout667).
+    hidden = verdict(_OPENIB_WARNING.format(host="n0259")
+                     + "[n0259:11425] 14 more processes have sent help message help-mpi-btl-openib.txt / error in "
+                       "device init\n" + _FORRTL_SEGV, patterns)
+    assert hidden.failure_class is FailureClass.RANK_KILLED, hidden.reason
+    assert not hidden.blamed_hosts, hidden.reason
+
+
+def test_rank_prefixed_crash_is_placed_by_its_own_prefixs_host_line(patterns: PatternSet) -> None:
+    """A crash line under a rank prefix (srun -l's 'N: ', ctest's test number 'NN: ') is placed by that rank's lines
+    only: the one host the log names counts when its line carries the same prefix (heldout667's DIRAC ctest 62);
+    another prefix's host line says nothing of it."""
+    same = verdict(_prefixed(_OPENIB_WARNING.format(host="lxbk0724") + _FORRTL_SEGV, "62: "), patterns)
+    assert same.failure_class is FailureClass.RANK_KILLED, same.reason
+    assert names(same.blamed_hosts) == ["lxbk0724"], same.reason
+    assert not same.exclude_hosts, same.reason
+    other = verdict(_prefixed(_OPENIB_WARNING.format(host="n1"), "5: ") + _prefixed(_FORRTL_SEGV, "3: "), patterns)
+    assert other.failure_class is FailureClass.RANK_KILLED, other.reason
+    assert not other.blamed_hosts, other.reason

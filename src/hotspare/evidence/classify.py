@@ -2147,13 +2147,17 @@ def _signal_death(
     # the batch job ran) is no rank's crash site (orte_quit.c's '%d total processes failed to start'; heldout630).
     unstarted = any(e.pattern == _PROCS_NOT_STARTED for e in evidence)
     only = [] if unstarted else _only_host(usable, prompt=False)
-    if not hosted and (ran := tied if ranked else (only or ended or coded)):
+    # A rank-prefixed crash line is placed by its rank's lines only: the one host the log names counts when the line
+    # naming it carries the same prefix (that rank's own report of where it ran; ctest's 'NN: ' prefix too).
+    own = [e for e in only if _same_rank_prefix(first, e)] if ranked and not tied else []
+    if not hosted and (ran := (tied or own) if ranked else (only or ended or coded)):
         place = ran[0]
         assert place.host is not None
         where = ("where the launcher says that rank ended" if tied
                  else "where the launcher says the first process ended" if ran is ended
                  else "where the launcher says the first process ended with the runtime's own error number"
-                 if ran is coded else "the one host the log names")
+                 if ran is coded else "the one host the log names, on that rank's own line" if ran is own
+                 else "the one host the log names")
         return _Decision(FailureClass.RANK_KILLED, _blames(ran, QuarantineReason.SCRAPED),
                          f"a rank died of its own signal first ({first.pattern} at line {first.line}: "
                          f"{first.text[:120]}) on {place.host.name}, {where} ({place.pattern} at "
@@ -2381,6 +2385,14 @@ _RANK_EXIT_LINES = frozenset({
 })
 
 
+def _same_rank_prefix(root: Evidence, other: Evidence) -> bool:
+    """Whether two lines carry the same rank prefix ('[rank7]:', srun -l's '7: ', ctest's 'NN: ' test number): both
+    printed by one rank (or one test's output), so the other line's host is where the first line's process ran."""
+    mine, theirs = _RANK_PREFIX.match(root.text), _RANK_PREFIX.match(other.text)
+    return (mine is not None and theirs is not None
+            and (mine.group(1) or mine.group(2)) == (theirs.group(1) or theirs.group(2)))
+
+
 def _rank_exit_host(root: Evidence, usable: tuple[Evidence, ...]) -> list[Evidence]:
     """The host of the rank whose own line decided: a line that names no host but is prefixed with its global
     rank ('[rank7]: RuntimeError: level_zero ... OUT_OF_RESOURCES', srun -l's '581: Program received signal
@@ -2414,6 +2426,11 @@ _RAN_ON_LINES = frozenset({
     # uname's output line ('Linux H 5.15.0-91-generic ... x86_64 GNU/Linux', coreutils src/uname.c): a CI job or a
     # script printing where it runs, as a pasted prompt's host does.
     "generic.uname_nodename_host",
+    # Open MPI 4.x's openib start-up warning ('WARNING: There was an error initializing an OpenFabrics device.', then
+    # 'Local host: H', help-mpi-btl-openib.txt): printed by an MPI process with its own node name, so a rank ran on H
+    # (a crash line that names no host, gdb's 'Program received signal SIGSEGV', happened there; heldout650). Not
+    # when mpirun's count says other processes printed it too (_OPENIB_AGGREGATED).
+    "openmpi.openib_init_warning_local_host",
 })
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
@@ -2450,11 +2467,19 @@ def _same_petsc_rank(root: Evidence, usable: tuple[Evidence, ...]) -> tuple[Evid
 _PROCS_NOT_STARTED = "openmpi.total_procs_failed_to_start"
 
 
+_OPENIB_LOCAL_HOST = "openmpi.openib_init_warning_local_host"
+_OPENIB_AGGREGATED = "openmpi.openib_help_aggregated"
+
+
 def _only_host(usable: tuple[Evidence, ...], *, prompt: bool = True) -> list[Evidence]:
     """Where a process ran out of memory (or crashed) when its line names no host: the one host the log names,
     when it names exactly one (as anything but a suspect) and a line says the job ran there (see _RAN_ON_LINES).
     A log that names a second host says nothing about which one it was."""
-    return [e for e in _one_host_named(usable) if _ran_on(e, prompt=prompt)][:1]
+    # mpirun's count of the other processes that printed the openib warning hides their 'Local host:' rows: the one
+    # shown is the first process's node, not every process's (orte/util/show_help.c aggregation; heldout138).
+    hidden = any(e.pattern == _OPENIB_AGGREGATED for e in usable)
+    return [e for e in _one_host_named(usable)
+            if _ran_on(e, prompt=prompt) and not (hidden and e.pattern == _OPENIB_LOCAL_HOST)][:1]
 
 
 #: Launcher lines that name the host of the process whose end brought the job down, without saying why it ended
