@@ -3638,3 +3638,19 @@ def test_rank_prefixed_crash_is_placed_by_its_own_prefixs_host_line(patterns: Pa
     other = verdict(_prefixed(_OPENIB_WARNING.format(host="n1"), "5: ") + _prefixed(_FORRTL_SEGV, "3: "), patterns)
     assert other.failure_class is FailureClass.RANK_KILLED, other.reason
     assert not other.blamed_hosts, other.reason
+
+
+def test_a_dask_clients_refusal_after_its_stream_closed_is_the_lost_connection(patterns: PatternSet) -> None:
+    """Dask distributed 1.x let tornado's StreamClosedError ('Stream is closed') end a comm read's traceback
+    unwrapped; the client's refusal above it ('Exception: Client not running.  Status: closed') is its consequence,
+    not the program's own error (dask/distributed#1249, heldout678): a lost connection, nobody blamed."""
+    got = verdict("  File \"/lib/python3.5/site-packages/distributed/client.py\", line 628, in _send_to_scheduler\n"
+                  "    raise Exception(\"Client not running.  Status: %s\" % self.status)\n"
+                  "Exception: Client not running.  Status: closed\n"
+                  "Traceback (most recent call last):\n"
+                  "  File \"/lib/python3.5/site-packages/distributed/comm/tcp.py\", line 170, in read\n"
+                  "    n_frames = yield stream.read_bytes(8)\n"
+                  "tornado.iostream.StreamClosedError: Stream is closed\n", patterns)
+    assert got.failure_class is FailureClass.NETWORK, got.reason
+    assert got.retryable, got.reason
+    assert not got.blamed_hosts and not got.exclude_hosts, got.reason
