@@ -1950,6 +1950,11 @@ def test_open_mpis_missing_executable_is_the_users_and_blames_no_node(patterns: 
     # A tool typed at a node's own prompt ran there.
     ("root@gpu-24-34:~# nvidia-smi\nUnable to determine the device handle for GPU 0000:03:00.0: GPU is lost. "
      "Reboot the system to recover this GPU\n", "gpu-24-34"),
+    # The same at a prompt that shows the host and the directory without the user (PS1='\h:\w\$ ', heldout675).
+    ("rig07:~$ nvidia-smi\nUnable to determine the device handle for GPU 0000:01:00.0: GPU is lost.  "
+     "Reboot the system to recover this GPU\n", "rig07"),
+    ("login01:~/run$ mpirun -np 2 ./solver\nHW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n",
+     None),
     # ... but a launcher typed at a login node's prompt ran the program elsewhere.
     ("[me@login01 run]$ mpirun -np 2 ./solver\nHW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang\n",
      None),

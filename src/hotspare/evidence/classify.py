@@ -2435,6 +2435,9 @@ _RAN_ON_LINES = frozenset({
 #: A pasted shell prompt says where a program typed at it ran out of memory; a crash's paste as often shows a
 #: login node or a laptop the job was launched from (mpirun, qsub), so it is not taken for a crash.
 _PROMPT = "kernel.shell_prompt_command"
+#: Both prompt forms: user@host (shell_prompt_command) and host:dir without the user (shell_prompt_host_cwd,
+#: PS1='\h:\w\$ ': two mining rigs' 'rig-Nvidia:~$ nvidia-smi' then 'GPU is lost', heldout675).
+_PROMPTS = frozenset({_PROMPT, "kernel.shell_prompt_host_cwd"})
 #: ... unless the command typed there asks a scheduler about jobs (condor_history, sacct, qacct, bjobs, qstat, ...):
 #: the lines after it report jobs that ran elsewhere, and the prompt names the submit or login host that asked.
 _QUERY_COMMAND = re.compile(r"[#$%>] +(?:sudo +)?(?:condor_(?:history|q)|sacct|qacct|bacct|bhist|bjobs|qstat|tracejob"
@@ -2442,7 +2445,7 @@ _QUERY_COMMAND = re.compile(r"[#$%>] +(?:sudo +)?(?:condor_(?:history|q)|sacct|q
 
 
 def _ran_on(ev: Evidence, *, prompt: bool) -> bool:
-    return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern == _PROMPT and not _QUERY_COMMAND.search(ev.text))
+    return (ev.pattern in _RAN_ON_LINES or (prompt and ev.pattern in _PROMPTS and not _QUERY_COMMAND.search(ev.text))
             or (ev.pattern == "slurm.stepd_cancelled" and "*** JOB " in ev.text))
 
 
@@ -2563,7 +2566,7 @@ def _device_place(decision: _Decision, usable: tuple[Evidence, ...], evidence: t
     place = tied[0] if tied else next(
         (e for e in _one_host_named(usable)
          if _ran_on(e, prompt=False) or (_is_crash(e) and e.line > fault.line)
-         or (e.pattern == _PROMPT and not _QUERY_COMMAND.search(e.text) and not _REMOTE_COMMAND.search(e.text))),
+         or (e.pattern in _PROMPTS and not _QUERY_COMMAND.search(e.text) and not _REMOTE_COMMAND.search(e.text))),
         None)
     if place is None or place.host is None:
         return decision
