@@ -683,6 +683,36 @@ def test_a_launcher_banner_alone_is_unknown(patterns: PatternSet) -> None:
     assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and not v.node_fault
 
 
+@pytest.mark.parametrize("banner", [
+    "Primary job  terminated normally, but 1 process returned\n"
+    "a non-zero exit code. Per user-direction, the job has been aborted.\n",
+    "3 total processes killed (some possibly by mpirun during cleanup)\n",
+])
+def test_an_open_mpi_teardown_banner_alone_is_not_left_to_the_words(patterns: PatternSet, banner: str) -> None:
+    """A pasted ABINIT log with no exit status that ends in mpirun's teardown banner alone (abinitattach_heldout680):
+    the run failed of a cause not shown, unknown; the SCF lines' words ('hartree', 'ngfft') read like the crashes
+    the corpus saw in that code and must not decide."""
+    log = (" getcut: wavevector=  0.0000  0.0000  0.0000  ngfft=  27  27 100\n"
+           "         ecut(hartree)=     18.375   => boxcut(ratio)=   2.03656\n"
+           " ITER STEP NUMBER     1\n"
+           " vtorho : nnsclo_now=  2, note that nnsclo,dbl_nnsclo,istep=  0 0  1\n"
+           "--------------------------------------------------------\n" + banner)
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and "words" not in v.reason
+
+
+def test_macos_mallocs_own_allocation_failure_decides_over_the_segfault_after_it(patterns: PatternSet) -> None:
+    """macOS's malloc could not map a region and returned NULL; the program then died of SIGSEGV on it: the
+    process's own report that it ran out of memory is the cause, oom (abinitattach_heldout680)."""
+    log = ("abinit(20433) malloc: *** mmap(size=18446744072846893056) failed (error code=12)\n"
+           "*** error: can't allocate region\n"
+           "*** set a breakpoint in malloc_error_break to debug\n\n"
+           "Program received signal SIGSEGV: Segmentation fault - invalid memory reference.\n\n"
+           "Backtrace for this error:\n#0  0x10590524c\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.OOM and not v.retryable and v.blamed_hosts == ()
+
+
 @pytest.mark.parametrize("log", [
     "A worker died or was killed while executing a task by an unexpected system error. Worker IP address: "
     "10.1.2.3 Worker port: 43725 Worker PID: 254000 Worker exit type: SYSTEM_ERROR\n",
