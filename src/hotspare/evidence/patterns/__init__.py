@@ -62,9 +62,11 @@ from hotspare.failures import FailureClass
 #: After a syslog or journal timestamp: the host and the program's tag (``node01 python3[12345]:``, ``n1 kernel:``).
 _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 
-#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most four
+#: What may stand before a ``^``-anchored pattern: up to four of these, each followed by blanks, after at most twelve
 #: ``>`` of a quoted reply (e-mail, Markdown; a mail archive keeps a report quoted three or four replies deep,
-#: ``>>> Successfully completed.``) or arrows (Spack's ``==> Error: ...``), a Markdown list item's ``-``, ``*``
+#: ``>>> Successfully completed.``, and a long thread of the Open MPI users' list eight or ten deep, each reply
+#: quoting the whole chain: ``>>>>>>>> orte_rml_base_select failed``, heldout679) or arrows (Spack's
+#: ``==> Error: ...``), a Markdown list item's ``-``, ``*``
 #: or ``+`` (or an ordered one's
 #: ``1.``, as pastebin and forum renderers number every line of a pasted log), a Markdown heading's ``#`` to
 #: ``######`` (an issue tracker's importer or a renderer turns a pasted log line after a ``---`` or one that
@@ -105,7 +107,7 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 LINE_SUFFIX = r"[ \t]*(?:`{1,3}|\*\*)?[ \t]*$"
 
 LINE_PREFIX = (
-    r"[ \t]*(?:=*>[ \t]*){0,4}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*|[*_])?(?:(?:"
+    r"[ \t]*(?:=*>[ \t]*){0,12}(?:#{1,6}[ \t]+)?(?:(?:[-*+]|[0-9]{1,4}\.)[ \t]+)?`{0,3}(?:\*\*|[*_])?(?:(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"(?: (?:stdout|stderr) [FP]|" + _SYSLOG_TAG + ")?"            # ISO / Kubernetes CRI timestamps, journalctl
     r"|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?: [0-9]{4})?"   # syslog, asctime
