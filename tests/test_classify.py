@@ -3705,3 +3705,22 @@ def test_a_dask_clients_refusal_after_its_stream_closed_is_the_lost_connection(p
     assert got.failure_class is FailureClass.NETWORK, got.reason
     assert got.retryable, got.reason
     assert not got.blamed_hosts and not got.exclude_hosts, got.reason
+
+
+def test_a_store_gone_under_the_nccl_heartbeat_is_the_network_and_blames_nobody(patterns: PatternSet) -> None:
+    """ProcessGroupNCCL's heartbeat monitor warns 'Failed to check the "should dump" flag on TCPStore' and the store
+    client's sendRaw warns 'sendBytes failed on SocketImpl(...)' when the c10d store has gone (qibin0506/Cortex issue
+    17, heldout676): a network consequence read by the rules, the loopback store naming no host."""
+    log = ("[rank1]:[W901 21:19:08.277343715 ProcessGroupNCCL.cpp:1783] [PG ID 0 PG GUID 0(default_pg) Rank 1] Failed "
+           "to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: "
+           "Broken pipe\n"
+           "[rank3]:[W901 21:19:09.254317555 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=51, "
+           "addr=[localhost]:40714, remote=[localhost]:29500): Broken pipe\n")
+    got = classify(replace(scan(log.encode(), patterns), sample=b""))
+    assert got.failure_class is FailureClass.NETWORK, got.reason
+    assert not got.blamed_hosts and not got.exclude_hosts and not got.suspect_hosts, got.reason
+    peer = classify(replace(scan(
+        b"[rank1]:[W901 07:40:20.971331164 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=64, "
+        b"addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns), sample=b""))
+    assert peer.failure_class is FailureClass.NETWORK, peer.reason
+    assert names(peer.suspect_hosts) == ["192.168.0.72"] and not peer.blamed_hosts, peer.reason
