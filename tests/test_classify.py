@@ -3724,3 +3724,33 @@ def test_a_store_gone_under_the_nccl_heartbeat_is_the_network_and_blames_nobody(
         b"addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns), sample=b""))
     assert peer.failure_class is FailureClass.NETWORK, peer.reason
     assert names(peer.suspect_hosts) == ["192.168.0.72"] and not peer.blamed_hosts, peer.reason
+
+
+_NWCHEM_QA_ERROR = (" ------------------------------------------------------------------------\n"
+                    " There is an error in the input file\n"
+                    " ------------------------------------------------------------------------\n")
+_NWCHEM_QA_TEST = (" Running tests/pspw_tpss03_h2o/pspw_tpss03_h2o \n \n     cleaning scratch\n"
+                   "     running nwchem (/opt/nwchem/bin/LINUX64/nwchem)  with 4 processors \n \n"
+                   "     verifying output ... OK\n \nOK\n")
+_CTEST_FAILED = ("193/381 Test #191: system--pw_metal--metal-gaussian ..................................***Failed  "
+                 "Required regular expression not found. Regex=[JOB DONE\n")
+_CTEST_PASSED = " 66/659 Test  #66: Utility_Test_xv2vesta_verify ..............   Passed    0.03 sec\n"
+_SUITE_LIMIT = "slurmstepd: error: *** JOB 4358883 ON lxbk0859 CANCELLED AT 2023-07-16T07:04:38 DUE TO TIME LIMIT ***\n"
+
+
+@pytest.mark.parametrize(("log", "expected"), [
+    (_NWCHEM_QA_ERROR + _NWCHEM_QA_TEST + _SUITE_LIMIT, FailureClass.WALLTIME),
+    (_NWCHEM_QA_ERROR + _SUITE_LIMIT, FailureClass.USER_ERROR),  # no test verified after it: the error decides
+])
+def test_a_test_suite_that_went_on_verifying_tests_after_an_error_was_stopped_by_the_limit(
+        patterns: PatternSet, log: str, expected: FailureClass) -> None:
+    """NWChem's QA harness prints 'verifying output ...' only for a test whose run exited 0: tests verified after
+    one test's input error are progress, and the time limit after them decides (heldout677)."""
+    assert verdict(log, patterns).failure_class is expected
+
+
+def test_ctest_passed_lines_are_progress(patterns: PatternSet) -> None:
+    """CTest's 'N/M Test #K: name ....   Passed' counts the suite forward (heldout677)."""
+    result = scan((_CTEST_FAILED + _CTEST_PASSED + _SUITE_LIMIT).encode(), patterns)
+    assert result.progress is not None and result.progress.last_step == 66
+    assert verdict(_CTEST_FAILED + _CTEST_PASSED + _SUITE_LIMIT, patterns).failure_class is FailureClass.WALLTIME
