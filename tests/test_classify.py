@@ -3724,3 +3724,17 @@ def test_a_store_gone_under_the_nccl_heartbeat_is_the_network_and_blames_nobody(
         b"addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns), sample=b""))
     assert peer.failure_class is FailureClass.NETWORK, peer.reason
     assert names(peer.suspect_hosts) == ["192.168.0.72"] and not peer.blamed_hosts, peer.reason
+
+
+def test_charm_reduction_excess_message_abort_is_the_ranks_own_crash(patterns: PatternSet) -> None:
+    """heldout684 (charm 1222): Charm++'s reduction manager aborting on more remote contributions than its tree
+    has ('Nodegrp Excess remote reduction message received!') is the runtime's consistency check, that process's
+    own abort: rank_killed with no host, not an unread CmiAbort left unknown."""
+    log = ("------------- Processor 8347 Exiting: Called CmiAbort ------------\n"
+           "Reason: Nodegrp Excess remote reduction message received!\n\n"
+           "[8347] Stack Traceback:\n  [8347:0] CmiAbortHelper+0x65  [0x203d12d5]\n"
+           "aborting job:\nNodegrp Excess remote reduction message received!\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert v.retryable
