@@ -3754,3 +3754,17 @@ def test_ctest_passed_lines_are_progress(patterns: PatternSet) -> None:
     result = scan((_CTEST_FAILED + _CTEST_PASSED + _SUITE_LIMIT).encode(), patterns)
     assert result.progress is not None and result.progress.last_step == 66
     assert verdict(_CTEST_FAILED + _CTEST_PASSED + _SUITE_LIMIT, patterns).failure_class is FailureClass.WALLTIME
+
+
+def test_charm_reduction_excess_message_abort_is_the_ranks_own_crash(patterns: PatternSet) -> None:
+    """heldout684 (charm 1222): Charm++'s reduction manager aborting on more remote contributions than its tree
+    has ('Nodegrp Excess remote reduction message received!') is the runtime's consistency check, that process's
+    own abort: rank_killed with no host, not an unread CmiAbort left unknown."""
+    log = ("------------- Processor 8347 Exiting: Called CmiAbort ------------\n"
+           "Reason: Nodegrp Excess remote reduction message received!\n\n"
+           "[8347] Stack Traceback:\n  [8347:0] CmiAbortHelper+0x65  [0x203d12d5]\n"
+           "aborting job:\nNodegrp Excess remote reduction message received!\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED
+    assert v.blamed_hosts == () and v.exclude_hosts == ()
+    assert v.retryable
