@@ -3724,3 +3724,19 @@ def test_a_store_gone_under_the_nccl_heartbeat_is_the_network_and_blames_nobody(
         b"addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns), sample=b""))
     assert peer.failure_class is FailureClass.NETWORK, peer.reason
     assert names(peer.suspect_hosts) == ["192.168.0.72"] and not peer.blamed_hosts, peer.reason
+
+
+def test_snakemakes_report_of_a_workflow_code_error_is_a_user_error(patterns: PatternSet) -> None:
+    """Snakemake prints a Python error in the workflow's own code as '<Name> in line N of F:' (or 'in file F, line
+    N:'), without the traceback's colon after the name: a Snakefile that does not parse is the user's error, read by
+    the rules (rasilab/bottorff_2022 log.md, heldout683). A rule's failed shell command (CalledProcessError) is not."""
+    log = ("Performing computational analyses\n"
+           "mkdir: cannot create directory \u2018output\u2019: File exists\n"
+           "SyntaxError in line 28 of /scratch/u/wf/simulation_runs/fitting/analyze_results.smk:\n"
+           "No rule keywords allowed after run/shell/script/notebook/wrapper/template_engine/cwl in rule analyze_data. "
+           "(analyze_results.smk, line 28)\n")
+    got = classify(replace(scan(log.encode(), patterns), sample=b""))
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.retryable and not got.blamed_hosts, got.reason
+    shell = classify(replace(scan(b"CalledProcessError in line 62 of /data/PDXPipeline.snake:\n", patterns), sample=b""))
+    assert shell.failure_class is not FailureClass.USER_ERROR, shell.reason
