@@ -3768,3 +3768,19 @@ def test_charm_reduction_excess_message_abort_is_the_ranks_own_crash(patterns: P
     assert v.failure_class is FailureClass.RANK_KILLED
     assert v.blamed_hosts == () and v.exclude_hosts == ()
     assert v.retryable
+
+
+def test_snakemakes_report_of_a_workflow_code_error_is_a_user_error(patterns: PatternSet) -> None:
+    """Snakemake prints a Python error in the workflow's own code as '<Name> in line N of F:' (or 'in file F, line
+    N:'), without the traceback's colon after the name: a Snakefile that does not parse is the user's error, read by
+    the rules (rasilab/bottorff_2022 log.md, heldout683). A rule's failed shell command (CalledProcessError) is not."""
+    log = ("Performing computational analyses\n"
+           "mkdir: cannot create directory \u2018output\u2019: File exists\n"
+           "SyntaxError in line 28 of /scratch/u/wf/simulation_runs/fitting/analyze_results.smk:\n"
+           "No rule keywords allowed after run/shell/script/notebook/wrapper/template_engine/cwl in rule analyze_data. "
+           "(analyze_results.smk, line 28)\n")
+    got = classify(replace(scan(log.encode(), patterns), sample=b""))
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.retryable and not got.blamed_hosts, got.reason
+    shell = classify(replace(scan(b"CalledProcessError in line 62 of /data/PDXPipeline.snake:\n", patterns), sample=b""))
+    assert shell.failure_class is not FailureClass.USER_ERROR, shell.reason
