@@ -1281,6 +1281,42 @@ def test_a_traceback_of_an_unknown_type_yields(patterns: PatternSet, text: str, 
     assert v.failure_class is not FailureClass.USER_ERROR, v.reason
 
 
+_SAGEMAKER_WAIT = (f"{_TB}  File \"/opt/conda/lib/python3.6/site-packages/sagemaker/session.py\", line 3245, in "
+                   "_check_job_status\n    actual_status=status,\n")
+
+
+@pytest.mark.parametrize("reason", [
+    "Error for Training job cluster-eames-: Failed. Reason: AlgorithmError: ExecuteUserScriptError:",
+    "Error for Training job rf-2023-09-28-07-37-56-820: Failed. Reason: AlgorithmError: Exit Code: 1",
+    "Error for Training job p-2019: Failed Reason: CapacityError: Unable to provision requested ML compute capacity.",
+])
+def test_a_sagemaker_clients_wait_that_gave_up_is_not_the_users_mistake(patterns: PatternSet, reason: str) -> None:
+    """The SageMaker SDK's _check_job_status raises UnexpectedStatusException when the training job it waits on
+    failed (heldout681): the notebook's traceback relays the remote job's end, not a mistake of the code that
+    raised it; with no reason a pack knows, nothing says why."""
+    v = verdict(f"{_SAGEMAKER_WAIT}sagemaker.exceptions.UnexpectedStatusException: {reason}\n", patterns)
+    assert v.failure_class is not FailureClass.USER_ERROR, v.reason
+
+
+def test_a_sagemaker_client_error_reason_is_the_users(patterns: PatternSet) -> None:
+    """The same relay quoting SageMaker's ClientError (the customer's input or configuration): the quoted reason
+    decides, user_error, nobody blamed (heldout681)."""
+    v = verdict(f"{_SAGEMAKER_WAIT}ValueError: Error for Training job xgboost-2019-02-01-09-57-04-694: Failed Reason: "
+                "ClientError: Failed to load libsvm data with exception:\n", patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
+    assert "sagemaker_client_error" in v.reason
+
+
+def test_cloud_ml_engine_accelerator_quota_failure_is_the_users_request(patterns: PatternSet) -> None:
+    """Cloud ML Engine's 429 'Quota failure for project ... The request for 2 K80 accelerators exceeds the allowed
+    maximum of 0 ...': the submitter's request refused by its quota, user_error, not retryable (heldout681)."""
+    text = ('"error": {\n    "code": 429,\n    "message": "Quota failure for project qwiklabs-gcp-XXXXXXXX. The request '
+            'for 2 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 P100, 0 V100 accelerators.",\n'
+            '    "status": "RESOURCE_EXHAUSTED",\n')
+    v = verdict(text, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable and not v.blamed_hosts, v.reason
+
+
 def test_a_pilot_jobs_failure_is_not_the_users_mistake(patterns: PatternSet) -> None:
     """RADICAL-Pilot's state callback raises RuntimeError('pilot pilot.0000 failed - fatal!') when the pilot job the
     tasks run in fails: the executor was lost, the log does not say why; not read as the user's mistake."""

@@ -2712,8 +2712,14 @@ _TRACEBACK_MARKS = frozenset({"python.traceback", "python.traceback_frame"})
 #: cause.' (v1/executor/multiproc_executor.py wait_for_ready, as its traceback shows) and 'RuntimeError: Engine core
 #: initialization failed. See root cause above.' once a worker or the engine core died: the cause is another
 #: process's, printed elsewhere or not at all (heldout417).
+#: A client's exception that restates a remote job's end alike: the SageMaker Python SDK's _check_job_status raises
+#: UnexpectedStatusException (or CapacityError) with 'Error for Training job <name>: Failed. Reason: <reason>' when
+#: the job it waits on failed or stopped (sagemaker/session.py, as its traceback shows; the older SDK's 'Failed
+#: Reason:'): the notebook's traceback is the wait that gave up, not the training script's mistake; the reason it
+#: quotes decides when a pack knows it (cloud.sagemaker_client_error), else nothing does (heldout681).
 _RELAYED = re.compile(r"\breturned (?:non-?zero|-?[0-9]+\b)|(?:Error|Exception): (?:Command|Call)\b"
-                      r"|\b[Ss]ee (?:the )?(?:stack trace|root cause)\b")
+                      r"|\b[Ss]ee (?:the )?(?:stack trace|root cause)\b"
+                      r"|\bError for [A-Z][A-Za-z]* job \S+: (?:Failed|Stopped)\b")
 
 #: Julia's report of the exception that ended a script (base/client.jl: 'ERROR: ', 'LoadError: ' for an error in an
 #: included file): the header a Python traceback has above its exception line, on the same line.
