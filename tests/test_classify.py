@@ -701,6 +701,30 @@ def test_an_open_mpi_teardown_banner_alone_is_not_left_to_the_words(patterns: Pa
     assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and "words" not in v.reason
 
 
+@pytest.mark.parametrize("step", [
+    "  PML add procs failed\n  --> Returned \"Not found\" (-13) instead of \"Success\" (0)\n",
+    "  ompi_mpi_init: ompi_rte_init failed\n  --> Returned \"(null)\" (-43) instead of \"Success\" (0)\n",
+])
+def test_open_mpis_mpi_init_failed_banner_alone_is_not_left_to_the_words(patterns: PatternSet, step: str) -> None:
+    """`from mpi4py import MPI` at a Python prompt, then Open MPI's 'It looks like MPI_INIT failed for some reason'
+    banner and the step that failed, no exit status (mpi4py2_heldout689, tmpi#17): MPI_Init failed of a cause not
+    shown, unknown; the help text's words and the prompt's ('import', 'copyright', 'open') read like a user's error
+    and must not decide."""
+    log = ('Python 3.11.5 (main, Sep 11 2023, 08:31:25) [Clang 14.0.6 ] on darwin\n'
+           'Type "help", "copyright", "credits" or "license" for more information.\n'
+           ">>> from mpi4py import MPI\n"
+           "--------------------------------------------------------------------------\n"
+           "It looks like MPI_INIT failed for some reason; your parallel process is\n"
+           "likely to abort.  There are many reasons that a parallel process can\n"
+           "fail during MPI_INIT; some of which are due to configuration or environment\n"
+           "problems.  This failure appears to be an internal failure; here's some\n"
+           "additional information (which may only be relevant to an Open MPI\n"
+           "developer):\n\n" + step +
+           "--------------------------------------------------------------------------\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and v.blamed_hosts == () and "words" not in v.reason
+
+
 def test_macos_mallocs_own_allocation_failure_decides_over_the_segfault_after_it(patterns: PatternSet) -> None:
     """macOS's malloc could not map a region and returned NULL; the program then died of SIGSEGV on it: the
     process's own report that it ran out of memory is the cause, oom (abinitattach_heldout680)."""
