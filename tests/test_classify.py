@@ -3844,3 +3844,30 @@ def test_snakemakes_report_of_a_workflow_code_error_is_a_user_error(patterns: Pa
     assert not got.retryable and not got.blamed_hosts, got.reason
     shell = classify(replace(scan(b"CalledProcessError in line 62 of /data/PDXPipeline.snake:\n", patterns), sample=b""))
     assert shell.failure_class is not FailureClass.USER_ERROR, shell.reason
+
+
+_TF_BFC_NOTICE = ("2020-03-19 04:46:23.559595: W tensorflow/core/common_runtime/bfc_allocator.cc:237] Allocator "
+                  "(GPU_0_bfc) ran out of memory trying to allocate 2.05GiB with freed_by_count=0. The caller indicates "
+                  "that this is not a failure, but may mean that there could be performance gains if more memory were "
+                  "available.\n")
+
+
+def test_tensorflows_allocator_notice_that_it_is_not_a_failure_is_no_oom(patterns: PatternSet) -> None:
+    """TensorFlow's BFC allocator warns it 'ran out of memory' for scratch space its caller can do without and says
+    so ('The caller indicates that this is not a failure'): a run that shows only these warnings did not run out of
+    memory (heldout688: training stalled at global_step/sec 0); the memory words are not read as a failure."""
+    log = ("INFO:tensorflow:global_step/sec: 0\n" + _TF_BFC_NOTICE + _TF_BFC_NOTICE.replace("2.05GiB", "1.55GiB"))
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.UNKNOWN and "memory" not in v.reason
+    # The allocator's own failure after its notices is still the run's out-of-memory stop.
+    failed = ("2020-03-19 04:46:33.1: W tensorflow/core/common_runtime/bfc_allocator.cc:267] Allocator (GPU_0_bfc) ran "
+              "out of memory trying to allocate 16.0KiB.  Current allocation summary follows.\n")
+    assert verdict(log + failed, patterns).failure_class is FailureClass.OOM
+
+
+def test_sglangs_kv_pool_refusal_is_oom(patterns: PatternSet) -> None:
+    """SGLang's model runner found no room for a KV-cache pool ('Not enough memory. Please try to increase
+    --mem-fraction-static.', heldout688): the server's memory sizing, oom, not retryable."""
+    v = verdict("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+                "self.server_args.mem_fraction_static=0.2\n", patterns)
+    assert v.failure_class is FailureClass.OOM and not v.retryable

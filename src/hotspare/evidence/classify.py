@@ -195,7 +195,7 @@ def classify(
     lines = result.lines if isinstance(result, ScanResult) else None
     evidence = _without_transport_status(_without_sent_faults(_without_amrex_own_aborts(evidence)))
     status = ExitStatus.from_rc(rc) if isinstance(rc, int) else rc
-    evidence = _without_success_words(status, evidence)
+    evidence = _without_notice_readings(_without_success_words(status, evidence))
     members = frozenset(allocation) if allocation is not None else None
     usable = tuple(e for e in evidence if _usable(e, members))
     decision = (
@@ -272,6 +272,23 @@ def _without_success_words(status: ExitStatus | None, evidence: tuple[Evidence, 
     if status is None or status.ok:
         return evidence
     return tuple(e for e in evidence if e.failure_class is not FailureClass.SUCCESS)
+
+
+#: A program's own notice that what its line reports is no failure: TensorFlow's BFC allocator warns that it 'ran out
+#: of memory trying to allocate' scratch space its caller can do without ('The caller indicates that this is not a
+#: failure, ...', python.tf_allocator_retry_notice), and the run goes on.
+_NOT_FAILURE_NOTICES = frozenset({"python.tf_allocator_retry_notice"})
+
+
+def _without_notice_readings(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    """A generic pattern's root reading of a line that the program's own pack reads as its notice of no failure is
+    left out: the memory words of TensorFlow's allocator warning are no allocation that failed (heldout688, a run that
+    stalled with only these warnings read as out of memory). The notice itself stays, as context."""
+    notices = {e.line for e in evidence if e.pattern in _NOT_FAILURE_NOTICES}
+    if not notices:
+        return evidence
+    return tuple(e for e in evidence
+                 if not (e.line in notices and e.role is Role.ROOT and e.pattern.startswith("generic.")))
 
 
 def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:
