@@ -3699,6 +3699,24 @@ def test_dltutorials_optimization_complete_is_its_closing_word(patterns: Pattern
     assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
 
 
+def test_ipython_time_report_closing_a_cell_is_its_finished_word(patterns: PatternSet) -> None:
+    """IPython's %time prints 'CPU times ...' and 'Wall time: ...' only when the timed code returned (ExecutionMagics.
+    time shows the traceback and returns otherwise): a notebook cell whose Dask workers paused over their memory
+    limit, resumed and ended on the report finished (notebooks2_heldout695); a traceback after it is still read."""
+    memory = ("distributed.worker - WARNING - Worker is at 123% memory usage. Pausing worker.  Process memory: 2.58 GB "
+              "-- Worker memory limit: 2.09 GB\n"
+              "distributed.worker - WARNING - Worker is at 51% memory usage. Resuming worker. Process memory: 1.08 GB "
+              "-- Worker memory limit: 2.09 GB\n")
+    got = verdict(memory + "CPU times: user 4.42 s, sys: 1.49 s, total: 5.9 s\nWall time: 5.04 s\n", patterns)
+    assert got.failure_class is FailureClass.SUCCESS, got.reason
+    assert "a guess from the words" not in got.reason, got.reason
+    cut = verdict(memory + "CPU times: user 4.42 s, sys: 1.49 s, total: 5.9 s\nWall time: 5.04 s\n"
+                  "Traceback (most recent call last):\n"
+                  "  File \"<ipython-input-27>\", line 1, in <module>\n"
+                  "KeyError: 'x'\n", patterns)
+    assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
+
+
 _OPENIB_WARNING = ("--------------------------------------------------------------------------\n"
                    "WARNING: There was an error initializing an OpenFabrics device.\n\n"
                    "  Local host:   {host}\n"
