@@ -3916,3 +3916,41 @@ def test_dashs_missing_module_command_is_the_scripts_setup(patterns: PatternSet)
                     "slurmstepd: error: *** JOB 223 ON cpu-cluster-hpc-1 CANCELLED AT 2024-08-28T21:15:59 DUE TO TIME"
                     " LIMIT ***\n", patterns)
     assert later.failure_class is FailureClass.WALLTIME, later.reason
+
+
+def test_parsl_worker_pool_that_reached_no_interchange_address_is_network(patterns: PatternSet) -> None:
+    """The HTEX worker pool's 'Failed to find a viable address to connect to interchange. Exiting' (it probed every
+    address it was given and reached none, then exit 5; heldout699): a connection failure, retryable, nobody
+    blamed."""
+    v = verdict("Found cores : 4\nLaunching worker: 1\n"
+                "Failed to find a viable address to connect to interchange. Exiting\n", patterns)
+    assert v.failure_class is FailureClass.NETWORK, v.reason
+    assert "parsl.no_viable_interchange_address" in v.reason
+    assert v.retryable and not v.blamed
+
+
+_IPENGINE_EMPTY_URL_FILE = (
+    "2018-07-19 09:46:37.313 [IPEngineApp] Loading url_file 'ipengine.json'\n"
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/envs/p/lib/python3.6/site-packages/ipyparallel/apps/ipengineapp.py", line 264, in init_engine\n'
+    "    self.load_connector_file()\n"
+    '  File "/home/u/envs/p/lib/python3.6/site-packages/ipyparallel/apps/ipengineapp.py", line 164, in '
+    "load_connector_file\n"
+    "    d = json.loads(f.read())\n"
+    '  File "/home/u/envs/p/lib/python3.6/json/decoder.py", line 357, in raw_decode\n'
+    '    raise JSONDecodeError("Expecting value", s, err.value) from None\n'
+    "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n")
+
+
+def test_ipengine_reading_an_empty_connection_file_is_transient_io(patterns: PatternSet) -> None:
+    """An IPython parallel engine whose controller connection file was still empty after ipyparallel's own retries
+    (load_connector_file; heldout699): a shared-file-system race of the start-up, transient_io, retryable. The same
+    JSONDecodeError outside that frame stays the program's own error."""
+    v = verdict(_IPENGINE_EMPTY_URL_FILE, patterns)
+    assert v.failure_class is FailureClass.TRANSIENT_IO, v.reason
+    assert "ipyparallel.engine_connector_file_empty" in v.reason
+    assert v.retryable
+    own = verdict("Traceback (most recent call last):\n  File \"main.py\", line 3, in <module>\n"
+                  "    cfg = json.load(f)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n",
+                  patterns)
+    assert own.failure_class is FailureClass.USER_ERROR, own.reason
