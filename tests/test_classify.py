@@ -3954,3 +3954,30 @@ def test_ipengine_reading_an_empty_connection_file_is_transient_io(patterns: Pat
                   "    cfg = json.load(f)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n",
                   patterns)
     assert own.failure_class is FailureClass.USER_ERROR, own.reason
+
+
+def test_dask_workers_that_never_registered_with_their_scheduler_are_network(patterns: PatternSet) -> None:
+    """A Dask worker logs 'Waiting to connect to' its scheduler on start and again after each attempt that failed;
+    a run of them for one scheduler and no 'Registered to:' is workers that never reached it (heldout700: a
+    dask-jobqueue worker on Summit bound to the wrong interface): network, the scheduler a lead, never blamed. One
+    banner line, or a worker that then registered, says nothing of the kind."""
+    start = ("distributed.worker - INFO -       Start worker at: tcp://128.219.134.81:44053\n"
+             "distributed.worker - INFO - -------------------------------------------------\n")
+    wait = "distributed.worker - INFO - Waiting to connect to: tcp://128.219.134.74:34153\n"
+    v = verdict(start + wait * 7 + "...\n", patterns)
+    assert v.failure_class is FailureClass.NETWORK and not v.blamed_hosts, v.reason
+    assert names(v.suspect_hosts) == ["128.219.134.74"]
+    assert "never reached" not in verdict(start + wait, patterns).reason
+    joined = start + wait * 3 + "distributed.worker - INFO -         Registered to: tcp://128.219.134.74:34153\n"
+    assert "never reached" not in verdict(joined, patterns).reason
+
+
+def test_summits_csm_easy_mode_refusal_of_a_job_script_is_the_users(patterns: PatternSet) -> None:
+    """LSF on CORAL machines (CSM 'easy mode') refuses a plain-LSF job script ('-R', '-n', no '-nnodes'), as a
+    dask-jobqueue LSFCluster's generated script was on Summit (heldout700): the request's form, user_error."""
+    log = ("stderr:\n"
+           "ERROR: Resource strings (-R) are not supported in easy mode. Please resubmit without a resource string.\n"
+           "ERROR: -n is no longer supported. Please request nodes with -nnodes.\n"
+           "ERROR: No nodes requested. Please request nodes with -nnodes.\n")
+    v = verdict(log, patterns)
+    assert v.failure_class is FailureClass.USER_ERROR and not v.retryable, v.reason

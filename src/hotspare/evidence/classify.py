@@ -226,7 +226,8 @@ def classify(
     decision = _signal_death(decision, usable, evidence, members)
     if decision.failure_class is FailureClass.UNKNOWN and decision.from_status and not decision.blamed:
         last = _last_resort(status, evidence, progress)
-        decision = _setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence) or decision
+        decision = (_setup_failed(status, evidence) or _amrex_own_stop(evidence) or last or _warned(evidence)
+                    or _never_registered(evidence) or decision)
         if left_to_words and isinstance(result, ScanResult):
             decision = _guessed(decision, result.sample, evidence, progress)
     # A last-resort line that did not decide is no evidence of anything: left out of the verdict (its ledger record,
@@ -1474,6 +1475,31 @@ def _warned(evidence: tuple[Evidence, ...]) -> _Decision | None:
         return None
     return _Decision(FailureClass.NETWORK, (), f"{ev.pattern} at line {ev.line}, a warning, and no other line says "
                      f"why: {ev.text[:120]}", from_status=True, line=ev.line)
+
+
+#: A Dask worker's line that it is trying to reach its scheduler (distributed pack), and how many of them, for one
+#: scheduler and with none registered, say the workers never reached it.
+_WORKER_WAITING, _NEVER_REGISTERED_WAITS = "distributed.waiting_to_connect", 3
+
+
+def _never_registered(evidence: tuple[Evidence, ...]) -> _Decision | None:
+    """Dask workers that kept 'Waiting to connect to' one scheduler and never logged 'Registered to:' (a worker
+    that cannot open a connection logs the line again after each failed attempt; dask-mpi's ranks each print it
+    once): they could not reach it (a wrong interface, a scheduler gone or behind a firewall), once nothing else
+    decided. The scheduler's address is a lead, never blamed (heldout700; heldout326's dask-mpi workers)."""
+    if any(e.pattern == _WORKER_REGISTERED for e in evidence):
+        return None
+    waits: dict[Host, int] = {}
+    for e in evidence:
+        if e.pattern == _WORKER_WAITING and e.host is not None:
+            waits[e.host] = waits.get(e.host, 0) + e.count
+    far = [h for h, n in waits.items() if n >= _NEVER_REGISTERED_WAITS]
+    if len(far) != 1:
+        return None
+    first = next(e for e in evidence if e.pattern == _WORKER_WAITING and e.host == far[0])
+    return _Decision(FailureClass.NETWORK, (), f"{waits[far[0]]} lines 'Waiting to connect to' {far[0].name} from "
+                     f"line {first.line} and no worker registered: it was never reached", from_status=True,
+                     line=first.line, leads=(far[0],))
 
 
 def _ignored(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
