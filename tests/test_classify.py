@@ -18,6 +18,11 @@ def verdict(text: str, patterns: PatternSet, **kw) -> Verdict:  # type: ignore[n
     return classify(scan(text.encode(), patterns), **kw)
 
 
+def rules_verdict(text: str, patterns: PatternSet) -> Verdict:
+    """The verdict of the rules alone: the scan's sample cleared, so a bare log is not left to the words guess."""
+    return classify(replace(scan(text.encode(), patterns), sample=b""))
+
+
 def names(hosts: tuple[Host, ...]) -> list[str]:
     return [h.name for h in hosts]
 
@@ -3181,7 +3186,7 @@ def test_a_wrappers_error_code_or_a_missed_heartbeat_is_not_the_users_mistake(pa
     heartbeat that something stopped answering; neither says why, so the failure is unknown and retried
     (heldout404). The same wrapper's error with the program's own reason stays the user's. The rules alone: with no
     exit status the log is then left to its words, whose guess follows the shipped counts (wordguess)."""
-    v = classify(replace(scan(log.encode(), patterns), sample=b""))
+    v = rules_verdict(log, patterns)
     assert v.failure_class is FailureClass.UNKNOWN and v.retryable, v.reason
     assert verdict(log, patterns, rc=1).failure_class is FailureClass.UNKNOWN
     own = verdict(_STIMELA_TB.format("no column named CORRECTED_DATA"), patterns)
@@ -3634,24 +3639,55 @@ def test_unames_node_name_is_where_the_job_ran(patterns: PatternSet) -> None:
     assert names(got.blamed_hosts) == ["itscrd-v100"], got.reason
 
 
-def test_vasps_timing_report_is_its_closing_word(patterns: PatternSet) -> None:
-    """VASP ends OUTCAR with 'General timing and accounting informations for this job:' and about a dozen lines of
-    totals: a run that wrote them finished (heldout656), whatever WARNING box came before."""
-    got = verdict("   WARNING: If single coordinates had been selected the selection of coordinates\n"
-                  " reached required accuracy - stopping structural energy minimisation\n\n"
-                  " General timing and accounting informations for this job:\n"
-                  " ========================================================\n\n"
-                  "                  Total CPU time used (sec):       20.730\n"
-                  "                            User time (sec):       20.491\n"
-                  "                          System time (sec):        0.239\n"
-                  "                         Elapsed time (sec):       22.011\n\n"
-                  "                   Maximum memory used (kb):      213748.\n"
-                  "                   Average memory used (kb):          N/A\n\n"
-                  "                          Minor page faults:        48940\n"
-                  "                          Major page faults:         6434\n"
-                  "                 Voluntary context switches:         2005\n", patterns)
+#: Programs' own closing reports, each the last thing a run that finished prints, read by a rule (not the words
+#: guess) as the run's word that it finished when no exit status is known:
+#: VASP's OUTCAR totals ('General timing and accounting informations for this job:' then a dozen lines; heldout656),
+#: whatever WARNING box came before; the Theano Deep Learning Tutorials' 'Optimization complete with best validation
+#: score ...' and timing line (lisa-lab/DeepLearningTutorials code/SdA.py; cancel5_heldout669); IPython's %time
+#: report, printed only when the timed code returned (ExecutionMagics.time shows the traceback and returns otherwise),
+#: closing a notebook cell whose Dask workers paused over their memory limit and resumed (notebooks2_heldout695).
+_CLOSING_REPORTS = {
+    "vasp": ("   WARNING: If single coordinates had been selected the selection of coordinates\n"
+             " reached required accuracy - stopping structural energy minimisation\n\n"
+             " General timing and accounting informations for this job:\n"
+             " ========================================================\n\n"
+             "                  Total CPU time used (sec):       20.730\n"
+             "                            User time (sec):       20.491\n"
+             "                          System time (sec):        0.239\n"
+             "                         Elapsed time (sec):       22.011\n\n"
+             "                   Maximum memory used (kb):      213748.\n"
+             "                   Average memory used (kb):          N/A\n\n"
+             "                          Minor page faults:        48940\n"
+             "                          Major page faults:         6434\n"
+             "                 Voluntary context switches:         2005\n"),
+    "dltutorials": ("epoch 330, minibatch 120/120, validation error 5.716667 %\n"
+                    "epoch 331, minibatch 120/120, validation error 5.716667 %\n"
+                    "Optimization complete with best validation score of 5.666667 %, on iteration 36960, with test "
+                    "performance 5.666667 %\n"
+                    "The training code for file  ran for 330.08m\n"),
+    "ipython-time": ("distributed.worker - WARNING - Worker is at 123% memory usage. Pausing worker.  Process memory: "
+                     "2.58 GB -- Worker memory limit: 2.09 GB\n"
+                     "distributed.worker - WARNING - Worker is at 51% memory usage. Resuming worker. Process memory: "
+                     "1.08 GB -- Worker memory limit: 2.09 GB\n"
+                     "CPU times: user 4.42 s, sys: 1.49 s, total: 5.9 s\nWall time: 5.04 s\n"),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_CLOSING_REPORTS))
+def test_a_programs_closing_report_is_its_finished_word(program: str, patterns: PatternSet) -> None:
+    """A run that ends on its program's closing report finished, read by the rule, not the last resort."""
+    got = verdict(_CLOSING_REPORTS[program], patterns)
     assert got.failure_class is FailureClass.SUCCESS, got.reason
-    assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort
+    assert "a guess from the words" not in got.reason, got.reason
+
+
+@pytest.mark.parametrize("program", ["dltutorials", "ipython-time"])
+def test_a_traceback_after_a_closing_report_still_decides(program: str, patterns: PatternSet) -> None:
+    """The closing report counts only at the end: the program's own error after it is still its error."""
+    got = verdict(_CLOSING_REPORTS[program] + "Traceback (most recent call last):\n"
+                  "  File \"<ipython-input-27>\", line 1, in <module>\n"
+                  "KeyError: 'x'\n", patterns)
+    assert got.failure_class is FailureClass.USER_ERROR, got.reason
 
 
 def test_psm2s_glued_label_does_not_hide_its_request_descriptor_exhaustion(patterns: PatternSet) -> None:
@@ -3676,45 +3712,6 @@ def test_python2s_ioerror_permission_denied_is_the_runs_own_path(patterns: Patte
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
     assert not got.retryable, got.reason
     assert "a guess from the words" not in got.reason, got.reason
-
-
-def test_dltutorials_optimization_complete_is_its_closing_word(patterns: PatternSet) -> None:
-    """The Theano Deep Learning Tutorials' training loops end on 'Optimization complete with best validation score
-    of ... with test performance ...' and their timing line (lisa-lab/DeepLearningTutorials code/SdA.py): a Slurm
-    output that closes on it finished (cancel5_heldout669), read by the rule and not left to the words guess."""
-    got = verdict("epoch 330, minibatch 120/120, validation error 5.716667 %\n"
-                  "epoch 331, minibatch 120/120, validation error 5.716667 %\n"
-                  "Optimization complete with best validation score of 5.666667 %, on iteration 36960, with test "
-                  "performance 5.666667 %\n"
-                  "The training code for file  ran for 330.08m\n", patterns)
-    assert got.failure_class is FailureClass.SUCCESS, got.reason
-    assert "a guess from the words" not in got.reason, got.reason  # read by the rule, not the last resort
-    cut = verdict("epoch 330, minibatch 120/120, validation error 5.716667 %\n"
-                  "Optimization complete with best validation score of 5.666667 %, on iteration 36960, with test "
-                  "performance 5.666667 %\n"
-                  "Traceback (most recent call last):\n"
-                  "  File \"SdA.py\", line 480, in <module>\n"
-                  "    test_SdA()\n"
-                  "IndexError: list index out of range\n", patterns)
-    assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
-
-
-def test_ipython_time_report_closing_a_cell_is_its_finished_word(patterns: PatternSet) -> None:
-    """IPython's %time prints 'CPU times ...' and 'Wall time: ...' only when the timed code returned (ExecutionMagics.
-    time shows the traceback and returns otherwise): a notebook cell whose Dask workers paused over their memory
-    limit, resumed and ended on the report finished (notebooks2_heldout695); a traceback after it is still read."""
-    memory = ("distributed.worker - WARNING - Worker is at 123% memory usage. Pausing worker.  Process memory: 2.58 GB "
-              "-- Worker memory limit: 2.09 GB\n"
-              "distributed.worker - WARNING - Worker is at 51% memory usage. Resuming worker. Process memory: 1.08 GB "
-              "-- Worker memory limit: 2.09 GB\n")
-    got = verdict(memory + "CPU times: user 4.42 s, sys: 1.49 s, total: 5.9 s\nWall time: 5.04 s\n", patterns)
-    assert got.failure_class is FailureClass.SUCCESS, got.reason
-    assert "a guess from the words" not in got.reason, got.reason
-    cut = verdict(memory + "CPU times: user 4.42 s, sys: 1.49 s, total: 5.9 s\nWall time: 5.04 s\n"
-                  "Traceback (most recent call last):\n"
-                  "  File \"<ipython-input-27>\", line 1, in <module>\n"
-                  "KeyError: 'x'\n", patterns)
-    assert cut.failure_class is FailureClass.USER_ERROR, cut.reason
 
 
 _OPENIB_WARNING = ("--------------------------------------------------------------------------\n"
@@ -3794,12 +3791,12 @@ def test_a_store_gone_under_the_nccl_heartbeat_is_the_network_and_blames_nobody(
            "Broken pipe\n"
            "[rank3]:[W901 21:19:09.254317555 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=51, "
            "addr=[localhost]:40714, remote=[localhost]:29500): Broken pipe\n")
-    got = classify(replace(scan(log.encode(), patterns), sample=b""))
+    got = rules_verdict(log, patterns)
     assert got.failure_class is FailureClass.NETWORK, got.reason
     assert not got.blamed_hosts and not got.exclude_hosts and not got.suspect_hosts, got.reason
-    peer = classify(replace(scan(
-        b"[rank1]:[W901 07:40:20.971331164 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=64, "
-        b"addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns), sample=b""))
+    peer = rules_verdict(
+        "[rank1]:[W901 07:40:20.971331164 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=64, "
+        "addr=[gx10-node2]:35986, remote=[::ffff:192.168.0.72]:29501): Broken pipe\n", patterns)
     assert peer.failure_class is FailureClass.NETWORK, peer.reason
     assert names(peer.suspect_hosts) == ["192.168.0.72"] and not peer.blamed_hosts, peer.reason
 
@@ -3857,10 +3854,10 @@ def test_snakemakes_report_of_a_workflow_code_error_is_a_user_error(patterns: Pa
            "SyntaxError in line 28 of /scratch/u/wf/simulation_runs/fitting/analyze_results.smk:\n"
            "No rule keywords allowed after run/shell/script/notebook/wrapper/template_engine/cwl in rule analyze_data. "
            "(analyze_results.smk, line 28)\n")
-    got = classify(replace(scan(log.encode(), patterns), sample=b""))
+    got = rules_verdict(log, patterns)
     assert got.failure_class is FailureClass.USER_ERROR, got.reason
     assert not got.retryable and not got.blamed_hosts, got.reason
-    shell = classify(replace(scan(b"CalledProcessError in line 62 of /data/PDXPipeline.snake:\n", patterns), sample=b""))
+    shell = rules_verdict("CalledProcessError in line 62 of /data/PDXPipeline.snake:\n", patterns)
     assert shell.failure_class is not FailureClass.USER_ERROR, shell.reason
 
 
