@@ -1477,9 +1477,10 @@ def _warned(evidence: tuple[Evidence, ...]) -> _Decision | None:
                      f"why: {ev.text[:120]}", from_status=True, line=ev.line)
 
 
-#: A Dask worker's line that it is trying to reach its scheduler (distributed pack), and how many of them, for one
-#: scheduler and with none registered, say the workers never reached it.
-_WORKER_WAITING, _NEVER_REGISTERED_WAITS = "distributed.waiting_to_connect", 3
+#: A Dask worker's line that it is trying to reach its scheduler (distributed pack).
+_WORKER_WAITING = "distributed.waiting_to_connect"
+#: How many of those lines, for one scheduler and with no worker registered, say the workers never reached it.
+_NEVER_REGISTERED_WAITS = 3
 
 
 def _never_registered(evidence: tuple[Evidence, ...]) -> _Decision | None:
