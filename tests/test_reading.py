@@ -92,6 +92,7 @@ def test_line_prefixes_do_not_hide_a_line(case: tuple[str, str], prefix: list[st
     "xxxx", "XXXXX", "<hostname>", "NODE", "hostname", "node", "localhost", "0.0.0.0", "127.0.0.1", "...",  # noqa: S104
     "your-host", "<node>", "worker-X", "node_X", "vgcnbwc-worker-xxxxxxx", "gpu-node.xxxx", "XYZ",
     "hostname2", "nodename1", "LOCAL", "local",
+    "somename-gpu-dcgm-exporter-aaa5", "yourname",  # a stand-in word for the name's own part (heldout710)
     "mymachine.com", "yourhost.example.org", "hostname.domain", "node.cluster.local",  # a stand-in given a domain
 ])
 def test_placeholders_are_never_blamed(placeholder: str, patterns: PatternSet) -> None:
@@ -108,6 +109,13 @@ def test_a_name_with_x_in_it_is_still_a_host(patterns: PatternSet) -> None:
         got = verdict(f"srun: error: Node failure on {name}\n", patterns, rc=1)
         assert [h.name for h in got.blamed_hosts] == [name], (name, got.reason)
 
+
+
+def test_a_name_that_only_starts_with_a_stand_in_word_is_still_a_host(patterns: PatternSet) -> None:
+    """Only the stand-in word itself, alone or before a separator, makes a placeholder (heldout710)."""
+    for name in ("mynamespace-7", "somenames01", "yournamehost"):
+        got = verdict(f"srun: error: Node failure on {name}\n", patterns, rc=1)
+        assert [h.name for h in got.blamed_hosts] == [name], (name, got.reason)
 
 SPOOFS = [
     # an address inside a link is a web server, not a node of the job

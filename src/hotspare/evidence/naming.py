@@ -153,6 +153,9 @@ _IN_URL = re.compile(rb"(?:https?|ftp)://$")
 _PLACEHOLDER = re.compile(
     r"x{2,}|X{2,}|(?:your|my|some|the|example)[-_]?(?:host|node|machine)(?:name)?|host(?:name)?|node(?:name)?"
     r"|(?:host|node)name[0-9]{1,2}"  # "hostname2", "nodename1": a document's numbered stand-ins for its hosts
+    # "somename-gpu-dcgm-exporter-aaa5" (NVIDIA/dcgm-exporter 27, heldout710): a pod's name with its own part
+    # replaced by a stand-in word for a name; "somename", "yourname", "my_name" alone stand in the same way
+    r"|(?:some|your|my)[-_]?name(?:[-_.][a-z0-9._-]+)?"
     r"|machine(?:name)?"  # a bare "machine" as a prompt's or a label's host ("user@machine:~$") is a stand-in too
     r"|xyz"  # "user@XYZ:/tpch$": the stock stand-in for a name the poster kept back
     # "local" alone ("[LOCAL:25757] *** Process received signal ***", a paste whose hostname was replaced by LOCAL
