@@ -3880,6 +3880,26 @@ def test_tensorflows_allocator_notice_that_it_is_not_a_failure_is_no_oom(pattern
     assert verdict(log + failed, patterns).failure_class is FailureClass.OOM
 
 
+def test_tensorflows_start_up_cuinit_failure_is_no_missing_device_error(patterns: PatternSet) -> None:
+    """TensorFlow's StreamExecutor logs 'failed call to cuInit: CUDA_ERROR_NO_DEVICE' at start-up where no GPU is
+    given (a TFJob's CPU pods) and runs on with the CPU (cuda_driver.cc InternalInit): the line alone is no job set
+    up without its device (heldout717, a TFJob that failed for a reason its log does not show). The same words
+    raised by the program are still the user's set-up."""
+    log = ("2018-12-20 09:24:00.624284: I tensorflow/core/platform/cpu_feature_guard.cc:141] Your CPU supports "
+           "instructions that this TensorFlow binary was not compiled to use: AVX2 FMA\n"
+           "2018-12-20 09:24:00.631918: E tensorflow/stream_executor/cuda/cuda_driver.cc:397] failed call to cuInit: "
+           "CUDA_ERROR_NO_DEVICE\n"
+           "2018-12-20 09:24:00.631948: I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:157] no NVIDIA GPU "
+           "device is present: /dev/nvidia0 does not exist\n")
+    v = rules_verdict(log, patterns)
+    assert v.failure_class is not FailureClass.USER_ERROR, v.reason
+    xla = ("E0000 00:00:1710237662.345678   12 cuda_driver.cc:274] failed call to cuInit: CUDA_ERROR_NO_DEVICE: no "
+           "CUDA-capable device is detected\n")
+    assert rules_verdict(xla, patterns).failure_class is not FailureClass.USER_ERROR
+    raised = "tensorflow.python.framework.errors_impl.InternalError: failed call to cuInit: CUDA_ERROR_NO_DEVICE\n"
+    assert rules_verdict(raised, patterns).failure_class is FailureClass.USER_ERROR
+
+
 def test_sglangs_kv_pool_refusal_is_oom(patterns: PatternSet) -> None:
     """SGLang's model runner found no room for a KV-cache pool ('Not enough memory. Please try to increase
     --mem-fraction-static.', heldout688): the server's memory sizing, oom, not retryable."""

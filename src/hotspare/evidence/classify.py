@@ -275,21 +275,34 @@ def _without_success_words(status: ExitStatus | None, evidence: tuple[Evidence, 
     return tuple(e for e in evidence if e.failure_class is not FailureClass.SUCCESS)
 
 
-#: A program's own notice that what its line reports is no failure: TensorFlow's BFC allocator warns that it 'ran out
-#: of memory trying to allocate' scratch space its caller can do without ('The caller indicates that this is not a
-#: failure, ...', python.tf_allocator_retry_notice), and the run goes on.
-_NOT_FAILURE_NOTICES = frozenset({"python.tf_allocator_retry_notice"})
+#: A program's own notice that what its line reports is no failure, with the program-specific readings of its line it
+#: overrules (beside any generic one): TensorFlow's BFC allocator warns that it 'ran out of memory trying to allocate'
+#: scratch space its caller can do without ('The caller indicates that this is not a failure, ...',
+#: python.tf_allocator_retry_notice), and the run goes on; TensorFlow's and XLA's StreamExecutor log at start-up that
+#: cuInit failed ('cuda_driver.cc:397] failed call to cuInit: CUDA_ERROR_NO_DEVICE', python.tf_cuinit_failed_notice)
+#: and go on with the CPU, so the missing device it quotes (nvidia.cuda_no_device) stopped nothing.
+_NOT_FAILURE_NOTICES: dict[str, frozenset[str]] = {
+    "python.tf_allocator_retry_notice": frozenset(),
+    "python.tf_cuinit_failed_notice": frozenset({"nvidia.cuda_no_device"}),
+}
 
 
 def _without_notice_readings(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """A generic pattern's root reading of a line that the program's own pack reads as its notice of no failure is
-    left out: the memory words of TensorFlow's allocator warning are no allocation that failed (heldout688, a run that
-    stalled with only these warnings read as out of memory). The notice itself stays, as context."""
-    notices = {e.line for e in evidence if e.pattern in _NOT_FAILURE_NOTICES}
+    left out, and so is a reading the notice names as its own (_NOT_FAILURE_NOTICES): the memory words of
+    TensorFlow's allocator warning are no allocation that failed (heldout688, a run that stalled with only these
+    warnings read as out of memory), and TensorFlow's start-up 'failed call to cuInit: CUDA_ERROR_NO_DEVICE' on a pod
+    with no GPU is no job set up without its device (heldout717: a TFJob that failed for a reason its log does not
+    show). The notice itself stays, as context."""
+    notices: dict[int, frozenset[str]] = {}
+    for e in evidence:
+        if e.pattern in _NOT_FAILURE_NOTICES:
+            notices[e.line] = notices.get(e.line, frozenset()) | _NOT_FAILURE_NOTICES[e.pattern]
     if not notices:
         return evidence
     return tuple(e for e in evidence
-                 if not (e.line in notices and e.role is Role.ROOT and e.pattern.startswith("generic.")))
+                 if not (e.line in notices and e.role is Role.ROOT
+                         and (e.pattern.startswith("generic.") or e.pattern in notices[e.line])))
 
 
 def _unpack(result: ScanResult | Iterable[Evidence]) -> tuple[tuple[Evidence, ...], Progress | None]:
