@@ -1497,6 +1497,26 @@ def test_a_step_cancelled_after_sruns_own_teardown_is_no_cancellation(patterns: 
     assert verdict(tail, patterns).failure_class is FailureClass.CANCELLED
 
 
+def test_a_step_cancelled_after_a_tasks_nonzero_exit_is_its_teardown(patterns: PatternSet) -> None:
+    """srun reports a task's non-zero exit as the task ends (src/srun/launch.c _task_finish) and then ends the step
+    itself (--kill-on-bad-exit, or the MPI or PMIx abort that made the exit): a step's CANCELLED line with no reason
+    after that report is the exit's teardown, not a user's scancel, even with no 'Terminating StepId' line between
+    (heldout723); the exit alone says nothing of why, so the run's end is unknown and nobody is blamed. A scancel's
+    tasks are reported after its CANCELLED line: there the line is still a cancellation, and so is a JOB's
+    CANCELLED line (a scancel of the job) after the exit."""
+    exited = "srun: error: n1: task 1: Exited with exit code 1\n"
+    cancel = "slurmstepd: error: *** STEP 4231.0 ON n1 CANCELLED AT 2021-08-10T13:38:25 ***\n"
+    killed = "srun: error: n1: task 0: Killed\n"
+    torn = verdict(exited + cancel + killed, patterns)
+    assert torn.failure_class is FailureClass.UNKNOWN and not torn.blamed_hosts, torn.reason
+    boxed = verdict("".join("\u2502 " + line for line in (exited, cancel, killed)), patterns)
+    assert boxed.failure_class is FailureClass.UNKNOWN and not boxed.blamed_hosts, boxed.reason
+    scancel = verdict(cancel + exited, patterns)
+    assert scancel.failure_class is FailureClass.CANCELLED, scancel.reason
+    job = verdict(exited + "slurmstepd: error: *** JOB 4231 ON n1 CANCELLED AT 2021-08-10T13:38:25 ***\n", patterns)
+    assert job.failure_class is FailureClass.CANCELLED, job.reason
+
+
 def test_a_step_cancelled_after_an_mpi_errors_are_fatal_abort_is_no_cancellation(patterns: PatternSet) -> None:
     """Open MPI's MPI_ERRORS_ARE_FATAL handler aborts the job itself (PMI_Abort under srun): the step's CANCELLED
     line after its banner is that abort's teardown, and the SIGKILL srun then reports for the other rank names no

@@ -702,6 +702,10 @@ _TEARDOWN = frozenset({"slurm.step_aborted"})
 _SRUN_TEARDOWN, _SRUN_TERMINATING, _STEP_CANCELLED = "slurm.step_aborted", "Terminating ", "slurm.stepd_cancelled"
 #: srun's report of a node's tasks that died of a crash signal (slurm pack).
 _SRUN_TASK_CRASH = "slurm.srun_tasks_other_signal"
+#: srun's report of a task's non-zero exit (slurm pack; src/srun/launch.c _task_finish: error("%s: %s %s: Exited with
+#: exit code %d", ...)), after which srun itself ends the step when the exit is the first abnormal one
+#: (task_state_first_abnormal_exit() && _kill_on_bad_exit() -> _terminate_job_step).
+_SRUN_TASK_EXIT = "slurm.srun_tasks_exit_code"
 #: Open MPI's MPI_ERRORS_ARE_FATAL banner ('*** An error occurred in MPI_Send'): the handler then aborts the job
 #: itself (ompi/errhandler/errhandler_predefined.c ompi_mpi_errors_are_fatal_comm_handler -> ompi_mpi_abort, which
 #: under srun is PMI_Abort), so a step's CANCELLED line after it is that abort's teardown, not a user's scancel.
@@ -2039,8 +2043,13 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
     step's CANCELLED line that only says when (no DUE TO) in a log where srun reports a task of the same step killed
     by a crash signal ('srun: error: H: tasks 251-255: Segmentation fault', src/srun/launch.c _task_finish): a
     scancel ends tasks with SIGTERM/SIGKILL, never SIGSEGV or SIGBUS, so the crash came first and srun's
-    --kill-on-bad-exit cancelled the step, even when slurmstepd's line reached stderr before srun's (heldout456)."""
-    srun_teardown = False
+    --kill-on-bad-exit cancelled the step, even when slurmstepd's line reached stderr before srun's (heldout456).
+    So is one after srun's 'H: task N: Exited with exit code M' (src/srun/launch.c _task_finish prints it as the task
+    ends, then ends the step itself on the first abnormal exit under --kill-on-bad-exit; an MPI or PMIx abort ends
+    it the same way): a task had failed before the step was cancelled, and a scancel's tasks are reported after its
+    CANCELLED line, never before (heldout723). The cancellation is the teardown of that exit, which says no more than
+    the exit itself. A JOB's CANCELLED line stays a cancellation: scancel of the job, not the step's own end."""
+    srun_teardown = task_failed = False
     for ev in evidence:
         if _cancel_of_crashed_step(ev, evidence) or _terminate_of_cascade(ev, evidence):
             continue  # (the abort that reports the consequence below it is that consequence's own stop)
@@ -2048,9 +2057,11 @@ def _first_cascade(evidence: tuple[Evidence, ...]) -> _Decision | None:
             return None
         if ev.pattern == _SRUN_TEARDOWN and _SRUN_TERMINATING in ev.text:
             srun_teardown = True
+        if ev.pattern == _SRUN_TASK_EXIT:
+            task_failed = True  # a task already failed: a STEP's CANCELLED line after it is the step's teardown
         if ev.pattern in _MPI_FATAL_BANNERS:
             srun_teardown = True  # the MPI error handler's own abort: the step's cancellation after it is its teardown
-        if srun_teardown and ev.pattern == _STEP_CANCELLED:
+        if ev.pattern == _STEP_CANCELLED and (srun_teardown or (task_failed and "*** STEP " in ev.text)):
             continue
         if ev.role is Role.CASCADE and ev.failure_class not in (None, FailureClass.UNKNOWN):
             fclass = ev.failure_class or FailureClass.UNKNOWN

@@ -104,6 +104,9 @@ _SYSLOG_TAG = r" [A-Za-z0-9_][A-Za-z0-9_.-]* [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:"
 #: that close a line a post wrapped in Markdown's inline code or bold (`...`, ``...``, **...**), as LINE_PREFIX
 #: reads past the opening ones (benchmarks/paste_robustness.py --every 10, every line so wrapped: 5.6 % and 6.7 % of
 #: the verdicts changed, most right to wrong; with these marks read, 2.2 % and 2.5 %).
+#: Julia's ConsoleLogger (base/logging/ConsoleLogger.jl handle_message: prefix = nlines == 1 ? "[" : i == 1 ? "┌" :
+#: i < nlines ? "│" : "└") draws a box edge before every line of a message it logs, so a job's own output that a
+#: Julia program logs (srun's and slurmstepd's lines in an @error's message, heldout723) opens with "│ ".
 LINE_SUFFIX = r"[ \t]*(?:`{1,3}|\*\*)?[ \t]*$"
 
 LINE_PREFIX = (
@@ -126,6 +129,7 @@ LINE_PREFIX = (
     r"|[0-9]{1,5}[ \t](?:[ \t]*>)?"                                # a paste's line-number gutter (then a quote)
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
+    r"|[┌│└]"                                                     # Julia's ConsoleLogger box: "┌ ", "│ ", "└ "
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\[[0-9]+\])?:"                # pdsh / clush host:, Flux broker.err[0]:
     r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)[ \t]"   # a logger's level word
