@@ -129,7 +129,7 @@ LINE_PREFIX = (
     r"|[0-9]{1,5}[ \t](?:[ \t]*>)?"                                # a paste's line-number gutter (then a quote)
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]* [0-9]+:"                       # PALS mpiexec --label: "host rank: "
     r"|(?:[A-Za-z0-9_][A-Za-z0-9_.-]* +)?\|"                       # docker compose "trainer-1  | ", a bare "| " gutter
-    r"|[┌│└]"                                                     # Julia's ConsoleLogger box: "┌ ", "│ ", "└ "
+    r"|┌|│|└"                                                      # Julia's ConsoleLogger box, as whole UTF-8 sequences
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*/[0-9]+[ \t]"                   # torchx / NeMo-Run "role/replica ": main/0
     r"|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\[[0-9]+\])?:"                # pdsh / clush host:, Flux broker.err[0]:
     r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)[ \t]"   # a logger's level word
