@@ -4033,3 +4033,25 @@ def test_summits_csm_easy_mode_refusal_of_a_job_script_is_the_users(patterns: Pa
            "ERROR: No nodes requested. Please request nodes with -nnodes.\n")
     v = verdict(log, patterns)
     assert v.failure_class is FailureClass.USER_ERROR and not v.retryable, v.reason
+
+
+_NF_PROGRESS = ("N E X T F L O W  ~  version 20.07.1\n"
+                "Launching `./test.nf` [disturbed_kalam] - revision: 7802839eb1\n"
+                "executor >  sge (2)\n")
+
+
+def test_nextflows_finished_progress_lines_are_a_success_only_when_every_process_ended_well(
+        patterns: PatternSet) -> None:
+    """Nextflow's console progress redrawn at the run's end, every process line ending in ' ✔' (AnsiLogObserver.line:
+    terminated with no errored task) and no summary after it (a short run prints none): with no exit status, the
+    run's success (gridsched_heldout730, nextflow#1753). A process line beside it still running, with no task yet or
+    errored (' ✘') keeps the finished lines from reading as the run's success."""
+    done = verdict(_NF_PROGRESS + "[20/0e34c0] process > align (1) [100%] 1 of 1 ✔\n"
+                   "[3c/9a11f2] process > test (1) [100%] 1 of 1 ✔\n", patterns)
+    assert done.failure_class is FailureClass.SUCCESS, done.reason
+    running = verdict(_NF_PROGRESS + "[20/0e34c0] process > align (1) [ 50%] 1 of 2\n"
+                      "[3c/9a11f2] process > test (1) [100%] 1 of 1 ✔\n", patterns)
+    assert running.failure_class is not FailureClass.SUCCESS, running.reason
+    errored = verdict(_NF_PROGRESS + "[20/0e34c0] process > align (1) [100%] 1 of 1, failed: 1 ✘\n"
+                      "[3c/9a11f2] process > test (1) [100%] 1 of 1 ✔\n", patterns)
+    assert errored.failure_class is not FailureClass.SUCCESS, errored.reason

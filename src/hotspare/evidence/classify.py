@@ -2934,6 +2934,11 @@ def _said_it_finished(status: ExitStatus | None, evidence: tuple[Evidence, ...],
     done = max((e for e in evidence if e.pattern in _FINISHED), key=lambda e: e.last_line or e.line, default=None)
     if done is None:
         return None
+    # Nextflow's console progress: a process line that ends in ' ✔' is a finished word only when no process line
+    # beside it was left unfinished or errored (a run cut short, still running, or whose other process failed;
+    # AnsiLogObserver.line(), gridsched_heldout730).
+    if done.pattern == _NF_PROCESS_DONE and any(e.pattern == _NF_PROCESS_UNFINISHED for e in evidence):
+        return None
     end = done.last_line or done.line  # each rank prints its own: the last one is the program's last word
     # The shell's time report closing the log (a batch script's 'time srun prog') came after the program ended:
     # the program's last word is measured to it, not to the log's end.
@@ -3041,6 +3046,9 @@ _NUMERICAL_WORDS = "generic.numerical_failure_words"
 #: The shell's 'real/user/sys' report of a timed command (bash's time keyword, time -p): after a finished line, not
 #: more of the log, as a batch script's 'time srun prog' prints it once the program has ended.
 _TIME_REPORT = "generic.shell_time_report"
+#: Nextflow's console progress lines: a process that terminated with no errored task (' ✔'), and one not ended well.
+_NF_PROCESS_DONE = "nextflow.progress_process_done"
+_NF_PROCESS_UNFINISHED = "nextflow.progress_process_unfinished"
 _FINISHED_LINES = 3
 #: Finished lines a program follows with a closing report of its own, and how many lines that report may take: the
 #: line stays the program's last word through them (a failure line after it still takes it back). ASPECT prints,

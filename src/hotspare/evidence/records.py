@@ -52,7 +52,7 @@ LAST_KEPT = frozenset({"generic.program_finished_words", "cp2k.program_stopped_i
                        "openfoam.finalising_parallel_run", "imb.entering_mpi_finalize",
                        "stream.solution_validates", "ior.test_finished", "python.training_total_time_finished",
                        "python.dltutorial_optimization_complete", "python.ipython_time_magic_report",
-                       "generic.vasp_general_timing",
+                       "generic.vasp_general_timing", "nextflow.progress_process_done",
                        "custodian.attempt_started", "distributed.registered_to", "openmpi.ucx_finalize_disconnect"})
 
 
